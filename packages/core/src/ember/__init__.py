@@ -1,0 +1,39 @@
+"""ember: a deep-learning framework with PyTorch's names and semantics.
+
+>>> import ember
+>>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+>>> (x * x).sum().backward()
+>>> x.grad
+tensor([2., 4.])
+"""
+from pkgutil import extend_path
+
+__path__ = extend_path(__path__, __name__)  # ember.nn, ember.data, ... come from sibling distributions
+
+from importlib.metadata import PackageNotFoundError as _NotFound, version as _version  # noqa: E402
+
+try:
+    __version__ = _version("ember-core")
+except _NotFound:  # running from a source tree that is not installed
+    __version__ = "0+unknown"
+
+from ._dtype import *  # noqa: E402,F401,F403
+from ._dtype import bool_  # noqa: E402,F401
+from ._device import device  # noqa: E402,F401
+from ._size import Size  # noqa: E402,F401
+from . import autograd  # noqa: E402,F401  (before _tensor: autograd's modules import it)
+from ._tensor import Tensor, is_tensor  # noqa: E402,F401
+from .errors import EmberError, DeviceMismatchError, PluginError, UnsupportedOpError  # noqa: E402,F401
+from ._plugins import hookimpl, register_plugin, unregister_plugin, list_backends, get_plugin_manager  # noqa
+from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,  # noqa: E402,F401
+                       is_inference_mode_enabled)
+from .ops import _common  # noqa: E402,F401
+from .ops.arith import *  # noqa: E402,F401,F403
+from .ops.conversion import *  # noqa: E402,F401,F403
+from .ops.creation import *  # noqa: E402,F401,F403
+from .ops.reduction import *  # noqa: E402,F401,F403
+from .ops.view import *  # noqa: E402,F401,F403
+from . import backends  # noqa: E402,F401
+from .backends import cpu as _cpu  # noqa: E402,F401
+
+globals()["bool"] = bool_

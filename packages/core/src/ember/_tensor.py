@@ -1,0 +1,406 @@
+"""The ``Tensor`` class: an array on a device plus its autograd state.
+
+Ops live in ``ember/ops/`` and attach themselves as methods (``x.exp()``,
+``x + y``); this module holds only the state, the properties and the autograd
+entry points.
+
+>>> import ember
+>>> x = ember.tensor([[1.0, 2.0]], requires_grad=True)
+>>> x
+tensor([[1., 2.]], requires_grad=True)
+>>> x.shape, x.dtype
+(ember.Size([1, 2]), ember.float32)
+"""
+from __future__ import annotations
+
+import weakref
+
+from . import _dtype as dt
+from ._size import Size
+from .autograd.hooks import add_hook
+from .autograd.node import AccumulateGrad
+
+__all__ = ["Tensor", "is_tensor"]
+
+
+class Tensor:
+    """A multi-dimensional array on a device, with autograd.
+
+    ``ember.Tensor(data)`` makes a float32 tensor from data (like
+    ``torch.Tensor``); ``ember.Tensor(2, 3)`` an uninitialised 2x3 one. Prefer
+    ``ember.tensor(data)``, which infers the dtype.
+    """
+
+    __slots__ = ("_data", "_device", "_dtype", "_requires_grad", "grad_fn", "_output_nr", "_grad", "_vc",
+                 "_base", "_hooks", "_post_acc_hooks", "_grad_acc", "_nbytes", "_view_of", "__weakref__")
+
+    def __init__(self, *args, device=None):
+        from .ops.creation import _legacy_tensor_init
+        _legacy_tensor_init(self, args, device)
+
+    # -- construction (internal) ----------------------------------------------
+    @classmethod
+    def _make(cls, data, device, dtype=None):
+        """Wrap a backend array that this tensor owns (memory is counted for ``device``)."""
+        return object.__new__(cls)._init(data, device, dtype)
+
+    def _init(t, data, device, dtype=None):  # noqa: N805 - shared by _make and Tensor(...)
+        t._data = data
+        t._device = device
+        t._dtype = dtype or (device._backend or device.backend).from_native[data.dtype]
+        t._requires_grad = False
+        t.grad_fn = None
+        t._output_nr = 0
+        t._grad = None
+        t._vc = [0]
+        t._base = None
+        t._hooks = t._post_acc_hooks = t._grad_acc = t._view_of = None
+        n = t._nbytes = data.size * t._dtype.itemsize
+        mem = device.mem
+        mem[0] += n
+        if mem[0] > mem[1]:
+            mem[1] = mem[0]
+        return t
+
+    @classmethod
+    def _make_view(cls, base, data, view_of=None):
+        """A tensor sharing ``base``'s storage and version counter (memory not counted twice)."""
+        t = object.__new__(cls)
+        t._data = data
+        t._device = base._device
+        t._dtype = base._dtype if data.dtype == base._data.dtype else base._device.backend.from_native[data.dtype]
+        t._requires_grad = False
+        t.grad_fn = None
+        t._output_nr = 0
+        t._grad = None
+        t._vc = base._vc
+        t._base = base._base if base._base is not None else base
+        t._hooks = t._post_acc_hooks = t._grad_acc = None
+        t._view_of = view_of
+        t._nbytes = 0
+        return t
+
+    @classmethod
+    def _make_alias(cls, t):
+        """A new tensor object over the same data and version counter, without autograd state."""
+        return cls._make_view(t, t._data)
+
+    def __del__(self):
+        try:
+            self._device.mem[0] -= self._nbytes
+        except AttributeError:  # half-built tensor, or interpreter shutdown
+            pass
+
+    def _detached_copy(self):
+        """A contiguous copy without autograd history (used for fresh ``.grad`` values)."""
+        xp = self._device.backend.xp
+        return Tensor._make(xp.asarray(self._data, copy=True), self._device, self._dtype)
+
+    def _alias_for_output(self):
+        return Tensor._make_alias(self)
+
+    # -- properties -----------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        """The shape, or the size of one dimension (negative ``dim`` counts from the end)."""
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._data.size) * self._dtype.itemsize
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._device.type == "cpu"
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.category == 2
+
+    def is_complex(self) -> bool:
+        return False
+
+    def get_device(self) -> int:
+        """Device index (-1 for the CPU, as in PyTorch)."""
+        return -1 if self._device.type == "cpu" and self._device.index is None else (self._device.index or 0)
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    @property
+    def _is_view(self):
+        return self._base is not None
+
+    def untyped_storage_ptr(self):
+        """An address identifying the memory this tensor's storage starts at (for sharing checks)."""
+        return self._device.backend.data_ptr(self._base._data if self._base is not None else self._data)
+
+    def data_ptr(self) -> int:
+        """Address of the first element."""
+        return self._device.backend.data_ptr(self._data)
+
+    # -- autograd state --------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True):
+        """Set whether autograd records ops on this (leaf) tensor; returns ``self``."""
+        if self.grad_fn is not None:
+            if requires_grad:
+                return self
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
+                               "computed variable in a subgraph that doesn't require differentiation use "
+                               "var_no_grad = var.detach().")
+        if requires_grad and self._dtype.category != 2:
+            raise RuntimeError(f"only Tensors of floating point dtype can require gradients, got {self._dtype!r}")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
+            if tuple(value.shape) != tuple(self.shape):
+                raise RuntimeError(f"assigned grad has data of a different size: {list(value.shape)} "
+                                   f"vs. the tensor's {list(self.shape)}")
+            if value._dtype is not self._dtype:
+                raise RuntimeError(f"assigned grad has data of a different type: {value._dtype!r} "
+                                   f"vs. the tensor's {self._dtype!r}")
+        self._grad = value
+
+    @property
+    def data(self):
+        """This tensor's data as a new tensor outside autograd (shares memory, not the version counter)."""
+        t = Tensor._make_view(self, self._data)
+        t._vc = [0]
+        return t
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Tensor.data must be set to a Tensor, got {type(value).__name__}")
+        self._data = value._data
+        self._dtype = value._dtype
+        self._device = value._device
+
+    def detach(self):
+        """A tensor sharing this one's data and version counter, cut off from the graph."""
+        return Tensor._make_view(self, self._data)
+
+    def detach_(self):
+        """Cut this tensor off the graph in place (it becomes a leaf)."""
+        if self._base is not None and self._base._requires_grad:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self.grad_fn = None
+        self._requires_grad = False
+        return self
+
+    def _grad_accumulator(self):
+        acc = self._grad_acc() if self._grad_acc is not None else None
+        if acc is None:
+            acc = AccumulateGrad(self)
+            self._grad_acc = weakref.ref(acc)
+        return acc
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor after backward (leaves always keep it)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None:
+            return
+        fn = self.grad_fn
+        if fn._retained is None:
+            fn._retained = {}
+        fn._retained[self._output_nr] = weakref.ref(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        fn = self.grad_fn
+        return bool(fn is not None and fn._retained and self._output_nr in fn._retained
+                    and fn._retained[self._output_nr]() is self)
+
+    def register_hook(self, hook):
+        """``hook(grad)`` runs when this tensor's gradient is computed; returning a tensor replaces it.
+
+        >>> import ember
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> h = x.register_hook(lambda g: g * 10)
+        >>> x.sum().backward(); x.grad
+        tensor([10., 10.])
+        """
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            return self.grad_fn.add_tensor_hook(self._output_nr, hook)
+        if self._hooks is None:
+            self._hooks = {}
+        return add_hook(self._hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """``hook(tensor)`` runs after a leaf's ``.grad`` has been accumulated."""
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = {}
+        return add_hook(self._post_acc_hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Compute the gradient of this tensor w.r.t. the leaves and add it into their ``.grad``.
+
+        ``gradient`` is required unless the tensor has one element.
+        """
+        from . import autograd
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # -- Python protocol -------------------------------------------------------
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        n = self._data.size
+        if n != 1:
+            raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
+        value = self._device.backend.to_numpy(self._data).reshape(()).item()
+        if self._dtype.category == 2:
+            return float(value)
+        return bool(value) if self._dtype is dt.bool_ else int(value)
+
+    def tolist(self):
+        """Nested Python lists of the values (a number for a zero-dim tensor)."""
+        arr = self._device.backend.to_numpy(self._data)
+        if self._dtype is dt.bfloat16:
+            arr = arr.astype("float32")
+        return arr.tolist()
+
+    def numpy(self, *, force: bool = False):
+        """A NumPy array sharing memory with this CPU tensor (``force=True`` copies from other devices)."""
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if self._device.type != "cpu" and not force:
+            raise TypeError(f"can't convert {self._device} device type tensor to numpy. "
+                            "Use Tensor.cpu() to copy the tensor to host memory first.")
+        return self._device.backend.to_numpy(self._data)
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.detach().numpy(force=True)
+        return arr if dtype is None else arr.astype(dtype)
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __bool__(self):
+        n = self._data.size
+        if n != 1:
+            if n == 0:
+                raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self._scalar("float"))
+
+    def __int__(self):
+        return int(self._scalar("int"))
+
+    def __index__(self):
+        if self._dtype.category != 1 or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def _scalar(self, what):
+        if self._data.size != 1:
+            raise ValueError(f"only one element tensors can be converted to Python scalars "
+                             f"(this one has {self._data.size} elements); cannot convert to {what}")
+        return self.item()
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self):
+        from ._tensor_str import tensor_repr
+        return tensor_repr(self)
+
+    def __format__(self, spec):
+        if self._data.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return repr(self)
+
+    def __reduce__(self):
+        raise TypeError("ember tensors are not pickled; save them with ember.save(obj, path) (safetensors)")
+
+    __array_priority__ = 1000
+
+
+Tensor.__module__ = "ember"
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def is_tensor(obj) -> bool:
+    """True if ``obj`` is an ember Tensor (or a subclass such as Parameter)."""
+    return isinstance(obj, Tensor)
+

@@ -1,0 +1,202 @@
+"""The backward engine: runs graph nodes in reverse creation order, summing gradients.
+
+``run_backward`` serves both ``tensor.backward()`` (accumulate into leaves'
+``.grad``) and ``ember.autograd.grad`` (return gradients for ``inputs``, leave
+``.grad`` alone).
+"""
+from __future__ import annotations
+
+import heapq
+
+from . import anomaly
+from .grad_mode import STATE
+from .node import AccumulateGrad
+
+
+def _root_edge(t, i):
+    if not t._requires_grad:
+        raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+    if t.grad_fn is not None:
+        return t.grad_fn, t._output_nr
+    return t._grad_accumulator(), 0
+
+
+def _count_dependencies(roots):
+    deps = {}
+    seen = set()
+    stack = [n for n, _ in roots]
+    for n in stack:
+        seen.add(n)
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps
+
+
+def _needed_nodes(roots, targets):
+    """Nodes from which some target node can be reached (the only ones ``grad`` must run)."""
+    needed = {}
+
+    def visit(node):
+        stack = [(node, iter(node.next_functions))]
+        path = {node}
+        while stack:
+            cur, it = stack[-1]
+            for nxt, _ in it:
+                if nxt is None:
+                    continue
+                if nxt in needed:
+                    if needed[nxt]:
+                        needed[cur] = True
+                    continue
+                if nxt in path:
+                    continue
+                path.add(nxt)
+                stack.append((nxt, iter(nxt.next_functions)))
+                break
+            else:
+                stack.pop()
+                path.discard(cur)
+                needed[cur] = needed.get(cur, False) or cur in targets
+                if needed[cur] and stack:
+                    needed[stack[-1][0]] = True
+    for r, _ in roots:
+        visit(r)
+    return needed
+
+
+def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None, allow_unused=False):
+    roots = [_root_edge(t, i) for i, t in enumerate(tensors)]
+    capture = None
+    if inputs is not None:
+        capture = {}
+        for i, t in enumerate(inputs):
+            if not t._requires_grad:
+                raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require grad")
+            edge = (t.grad_fn, t._output_nr) if t.grad_fn is not None else (t._grad_accumulator(), 0)
+            capture.setdefault(edge, []).append(i)
+        needed = _needed_nodes(roots, {n for n, _ in capture})
+    deps = _count_dependencies(roots)
+    buffers: dict = {}
+    heap = []
+    for (node, nr), g in zip(roots, grad_tensors):
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * _n_outputs(node)
+            heapq.heappush(heap, (-node.seq, id(node), node))
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    results = [None] * len(inputs) if inputs is not None else None
+
+    prev_enabled = STATE.enabled
+    STATE.enabled = create_graph
+    try:
+        while heap:
+            _, _, node = heapq.heappop(heap)
+            if deps.get(node, 0):
+                continue  # still waiting for gradients from later nodes
+            grads = buffers.pop(node)
+            grads = _run_pre_hooks(node, grads)
+            if capture is not None:
+                for nr, g in enumerate(grads):
+                    for i in capture.get((node, nr), ()):
+                        results[i] = g
+                if not needed.get(node, False) or type(node) is AccumulateGrad:
+                    _release_children(node, deps, buffers, heap)
+                    continue
+            if type(node) is AccumulateGrad:
+                if grads[0] is not None:
+                    node.accumulate(grads[0], create_graph)
+                continue
+            for g in grads:
+                if g is not None:
+                    break
+            else:
+                grad_inputs = (None,) * len(node.next_functions)
+                g = None
+            if g is not None:
+                grad_inputs = node.apply_backward(grads)
+                if anomaly.ENABLED:
+                    anomaly.check_backward(node, grad_inputs)
+                if node._post_hooks:
+                    for hook in tuple(node._post_hooks.values()):
+                        new = hook(grad_inputs, tuple(grads))
+                        if new is not None:
+                            grad_inputs = tuple(new)
+            if not retain_graph:
+                node.release()
+            for (nxt, nr), g in zip(node.next_functions, grad_inputs):
+                if nxt is None:
+                    continue
+                if g is not None:
+                    g = _match_input(g, nxt, nr)
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * _n_outputs(nxt)
+                    buf[nr] = g if buf[nr] is None else buf[nr] + g
+                elif nxt not in buffers:
+                    buffers[nxt] = [None] * _n_outputs(nxt)
+                left = deps[nxt] = deps[nxt] - 1
+                if left == 0:
+                    heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
+    finally:
+        STATE.enabled = prev_enabled
+    if inputs is not None:
+        for i, r in enumerate(results):
+            if r is None and not allow_unused:
+                raise RuntimeError(f"One of the differentiated Tensors (input {i}) appears to not have been used "
+                                   "in the graph. Set allow_unused=True if this is the desired behavior.")
+        return tuple(results)
+    return None
+
+
+def _release_children(node, deps, buffers, heap):
+    for nxt, _ in node.next_functions:
+        if nxt is None:
+            continue
+        buffers.setdefault(nxt, [None] * _n_outputs(nxt))
+        deps[nxt] -= 1
+        if deps[nxt] == 0:
+            heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
+
+
+def _n_outputs(node):
+    meta = node._out_meta
+    return len(meta) if meta is not None else 1
+
+
+def _match_input(g, node, nr):
+    """Cast a gradient to the dtype of the input it belongs to (as PyTorch's engine does)."""
+    if type(node) is AccumulateGrad:
+        want = node.variable._dtype
+        if g._dtype is not want:
+            g = g.to(want)
+    return g
+
+
+def _run_pre_hooks(node, grads):
+    th = node._tensor_hooks
+    if th:
+        for nr, hooks in th.items():
+            if grads[nr] is not None:
+                for hook in tuple(hooks.values()):
+                    new = hook(grads[nr])
+                    if new is not None:
+                        grads[nr] = new
+    if node._pre_hooks:
+        for hook in tuple(node._pre_hooks.values()):
+            new = hook(tuple(grads))
+            if new is not None:
+                grads = list(new)
+    if node._retained:
+        for nr, ref in node._retained.items():
+            t = ref()
+            if t is not None and grads[nr] is not None:
+                g = grads[nr] if STATE.enabled else grads[nr].detach()
+                t._grad = g if t._grad is None else t._grad + g
+    return grads

@@ -1,0 +1,308 @@
+"""Ops and user-defined autograd functions.
+
+An :class:`Op` is one differentiable operation, defined in one place: its
+forward on backend arrays (``xp`` is the array-API namespace), its backward
+(the vector-Jacobian product) written with ember tensor ops so that
+``create_graph=True`` gives correct higher derivatives, and its name for
+kernels and ONNX. Calling ``Op.apply`` runs the forward and, when gradients
+are needed, records the op instance itself as the output's ``grad_fn``.
+
+>>> import ember
+>>> from ember.autograd.function import Op
+>>> class Cube(Op):
+...     saves_inputs = True
+...     @staticmethod
+...     def forward(ctx, xp, a):
+...         return a * a * a
+...     @staticmethod
+...     def backward(ctx, g):
+...         a, = ctx.saved_tensors
+...         return (g * 3 * a * a,)
+>>> Cube.apply(ember.tensor([2.0])).item()
+8.0
+"""
+from __future__ import annotations
+
+from .. import _plugins
+from .._tensor import Tensor
+from ..errors import DeviceMismatchError, UnsupportedOpError
+from . import anomaly
+from .grad_mode import STATE, no_grad
+from .node import FREED_MSG, Node, _seq, _version_error
+
+__all__ = ["Op", "Function", "FunctionCtx"]
+
+_OP_CLASSES: list = []
+
+
+def clear_kernel_cache() -> None:
+    for cls in _OP_CLASSES:
+        cls._kernels = {}
+
+
+_NO_EDGE = (None, 0)
+
+
+def _edge(t):
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    if t._requires_grad:
+        return (t._grad_accumulator(), 0)
+    return (None, 0)
+
+
+def device_mismatch(op_name, a, b) -> DeviceMismatchError:
+    return DeviceMismatchError(
+        f"{op_name}: expected all tensors to be on the same device, but found at least two devices, "
+        f"{a} and {b}; move one with .to(device) first")
+
+
+class Op(Node):
+    """A built-in differentiable op (subclass it; see the module docstring)."""
+
+    #: name used for backend kernels and ONNX lowerings; defaults to the class name in lower case
+    name_: str = ""
+    #: keep the input tensors for backward (read through ``ctx.saved_tensors``)
+    saves_inputs = False
+    #: keep the output for backward (read through ``ctx.saved_output``)
+    saves_output = False
+    #: forward returns a tuple of arrays
+    multi_output = False
+    #: forward sets ``ctx.out_device`` (the output lives elsewhere than the inputs)
+    moves_device = False
+    #: the output is a view of the first input: it shares its storage and version counter
+    is_view = False
+    _kernels: dict = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls.name_ = cls.__dict__.get("name_") or cls.__name__.lower()
+        if "backward_name" not in cls.__dict__:
+            cls.backward_name = f"{cls.__name__}Backward0"
+        cls._kernels = {}
+        _OP_CLASSES.append(cls)
+
+    @staticmethod
+    def forward(ctx, xp, *arrays, **attrs):
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError
+
+    @classmethod
+    def _resolve_kernel(cls, backend):
+        kernel = _plugins.op_kernels(backend.name).get(cls.name_, cls.forward)
+        cls._kernels[backend.name] = kernel
+        return kernel
+
+    @classmethod
+    def apply(cls, *inputs, **attrs):
+        """Run the op on tensors (and Python scalars) and record it for backward if needed."""
+        device = None
+        requires = False
+        arrays = []
+        for t in inputs:
+            if isinstance(t, Tensor):
+                d = t._device
+                if device is None:
+                    device = d
+                elif d is not device and d.key != device.key:
+                    raise device_mismatch(cls.name_, device, d)
+                arrays.append(t._data)
+                if t._requires_grad:
+                    requires = True
+            else:
+                arrays.append(t)
+        backend = device._backend or device.backend
+        kernel = cls._kernels.get(backend.name) or cls._resolve_kernel(backend)
+        ctx = object.__new__(cls)
+        xp = backend.xp
+        try:
+            out = kernel(ctx, xp, *arrays, **attrs)
+        except AttributeError as exc:
+            if getattr(exc, "obj", None) is xp:
+                raise UnsupportedOpError(
+                    f"op {cls.name_!r} is not supported by backend {backend.name!r} "
+                    f"(its array namespace has no {exc.name!r})") from None
+            raise
+        if cls.moves_device:
+            device = ctx.out_device
+        if cls.is_view:
+            res = Tensor._make_view(inputs[0], out, (cls, attrs))
+        elif not cls.multi_output:
+            res = Tensor._make(out, device)
+        if not (requires and STATE.enabled):
+            if cls.multi_output:
+                return tuple(Tensor._make(o, device) for o in out)
+            return res
+        edges = []
+        needs = []
+        for t in inputs:
+            if isinstance(t, Tensor) and t._requires_grad:
+                fn = t.grad_fn
+                edges.append((fn, t._output_nr) if fn is not None else (t._grad_accumulator(), 0))
+                needs.append(True)
+            else:
+                edges.append(_NO_EDGE)
+                needs.append(False)
+        ctx.next_functions = tuple(edges)
+        ctx.needs_input_grad = tuple(needs)
+        ctx.seq = next(_seq)
+        if cls.saves_inputs:
+            ctx.save_for_backward(*inputs)
+        if anomaly.ENABLED:
+            anomaly.record_forward(ctx)
+        if cls.multi_output:
+            outs = tuple(Tensor._make(o, device) for o in out)
+            ctx._out_meta = tuple((o.shape, o.dtype, o.device) for o in outs)
+            for i, o in enumerate(outs):
+                if o._dtype.category == 2:
+                    o._requires_grad = True
+                    o.grad_fn = ctx
+                    o._output_nr = i
+            if cls.saves_output:
+                ctx._out = outs
+                ctx._out_versions = tuple(o._vc[0] for o in outs)
+            return outs
+        res._requires_grad = True
+        res.grad_fn = ctx
+        if cls.saves_output:
+            ctx._out = (res,)
+            ctx._out_versions = (0,)
+        return res
+
+    @property
+    def saved_output(self):
+        """The forward's output (a fresh tensor object with this node as grad_fn), version-checked."""
+        if self._freed:
+            raise RuntimeError(FREED_MSG)
+        outs = []
+        for i, (o, v) in enumerate(zip(self._out, self._out_versions)):
+            if o._vc[0] != v:
+                raise RuntimeError(_version_error(self, o, v))
+            t = Tensor._make_alias(o)
+            if STATE.enabled:
+                t._requires_grad, t.grad_fn, t._output_nr = True, self, i
+            outs.append(t)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def release(self) -> None:
+        self._freed = True
+        self._saved = ()
+        self._out = ()
+
+    def apply_backward(self, grads):
+        if self._freed:
+            raise RuntimeError(FREED_MSG)
+        if self._out_meta is not None:
+            grads = [g if g is not None else _zeros(meta) for g, meta in zip(grads, self._out_meta)]
+        res = self.backward(self, *grads)
+        return res if isinstance(res, tuple) else (res,)
+
+
+def _zeros(meta):
+    from .. import zeros
+    shape, dtype, device = meta
+    return zeros(shape, dtype=dtype, device=device)
+
+
+class FunctionCtx(Node):
+    """The ``ctx`` of a user-defined :class:`Function`; it becomes the output's ``grad_fn``."""
+
+    materialize_grads = True
+
+    def mark_dirty(self, *tensors):
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        self._non_diff = {id(t) for t in tensors}
+
+    def set_materialize_grads(self, value: bool):
+        self.materialize_grads = value
+
+    def apply_backward(self, grads):
+        if self._freed:
+            raise RuntimeError(FREED_MSG)
+        if self.materialize_grads:
+            grads = [g if g is not None else _zeros(meta) for g, meta in zip(grads, self._out_meta)]
+        res = self._fn_cls.backward(self, *grads)
+        if not isinstance(res, tuple):
+            res = (res,)
+        n = len(self.next_functions)
+        if len(res) < n:
+            raise RuntimeError(f"function {self.backward_name} returned an incorrect number of gradients "
+                               f"(expected {n}, got {len(res)})")
+        res = res[:n]
+        for i, (g, meta) in enumerate(zip(res, self._in_meta)):
+            if g is not None and meta is not None and tuple(g.shape) != tuple(meta):
+                raise RuntimeError(f"function {self.backward_name} returned an invalid gradient at index {i} - "
+                                   f"got {list(g.shape)} but expected shape compatible with {list(meta)}")
+        return res
+
+
+class Function:
+    """A user-defined differentiable function: static ``forward(ctx, ...)`` and ``backward(ctx, *grads)``.
+
+    ``forward`` gets tensors and runs without recording; ``backward`` gets one
+    gradient per output and returns one per input of ``forward`` (``None`` for
+    inputs that are not tensors or need no gradient).
+
+    >>> import ember
+    >>> class Square(ember.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x * x
+    ...     @staticmethod
+    ...     def backward(ctx, g):
+    ...         x, = ctx.saved_tensors
+    ...         return 2 * x * g
+    >>> x = ember.tensor([3.0], requires_grad=True)
+    >>> Square.apply(x).backward()
+    >>> x.grad
+    tensor([6.])
+    """
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls._ctx_cls = type(f"{cls.__name__}Backward", (FunctionCtx,),
+                            {"backward_name": f"{cls.__name__}Backward", "_fn_cls": cls})
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("a Function subclass must define forward(ctx, ...)")
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("a Function subclass must define backward(ctx, *grads)")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        ctx = cls._ctx_cls()
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        requires = STATE.enabled and any(t._requires_grad for t in tensors)
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        with no_grad():
+            out = cls.forward(ctx, *args, **kwargs)
+        if not requires:
+            return out
+        single = not isinstance(out, tuple)
+        outs = (out,) if single else out
+        ctx.next_functions = tuple(_edge(a) if isinstance(a, Tensor) else (None, 0) for a in args)
+        ctx._in_meta = tuple(tuple(a.shape) if isinstance(a, Tensor) else None for a in args)
+        ctx.seq = next(_seq)
+        if anomaly.ENABLED:
+            anomaly.record_forward(ctx)
+        non_diff = getattr(ctx, "_non_diff", ())
+        result = []
+        for i, o in enumerate(outs):
+            if isinstance(o, Tensor):
+                if o.grad_fn is not None or any(o is a for a in args):
+                    o = o._alias_for_output()
+                if id(o) not in non_diff and id(outs[i]) not in non_diff and o._dtype.category == 2:
+                    o._requires_grad, o.grad_fn, o._output_nr = True, ctx, i
+            result.append(o)
+        ctx._out_meta = tuple((o.shape, o.dtype, o.device) if isinstance(o, Tensor) else None for o in result)
+        return result[0] if single else tuple(result)

@@ -1,0 +1,125 @@
+"""Switching gradient recording on and off: ``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``inference_mode``.
+
+Each works as a context manager and as a decorator, per thread, as in PyTorch.
+
+>>> import ember
+>>> x = ember.ones(2, requires_grad=True)
+>>> with ember.no_grad():
+...     (x * 2).requires_grad
+False
+"""
+from __future__ import annotations
+
+import functools
+import threading
+
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+           "is_inference_mode_enabled"]
+
+
+class _State(threading.local):
+    enabled = True
+    inference = False
+
+
+STATE = _State()
+
+
+def is_grad_enabled() -> bool:
+    """Whether ops on tensors that require grad record a backward graph in this thread."""
+    return STATE.enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    return STATE.inference
+
+
+class _Mode:
+    """Base of the grad-mode switches: a context manager that is also a decorator."""
+
+    def _target(self):
+        raise NotImplementedError
+
+    def __enter__(self):
+        self._prev = (STATE.enabled, STATE.inference)
+        STATE.enabled, STATE.inference = self._target()
+        return self
+
+    def __exit__(self, *exc):
+        STATE.enabled, STATE.inference = self._prev
+        return False
+
+    def clone(self):
+        return type(self)()
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class no_grad(_Mode):
+    """Do not record operations for autograd (evaluation, weight updates).
+
+    >>> import ember
+    >>> @ember.no_grad()
+    ... def step(w):
+    ...     return w * 2
+    >>> step(ember.ones(1, requires_grad=True)).requires_grad
+    False
+    """
+
+    def _target(self):
+        return False, STATE.inference
+
+
+class enable_grad(_Mode):
+    """Record operations again inside a ``no_grad`` block."""
+
+    def _target(self):
+        return True, False
+
+
+class set_grad_enabled(_Mode):
+    """Turn recording on or off: as a call it takes effect at once, as a context it is restored on exit."""
+
+    def __init__(self, mode: bool):
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled() expects a bool, got {type(mode).__name__}")
+        self.mode = mode
+        self._prev = (STATE.enabled, STATE.inference)
+        STATE.enabled = mode
+
+    def _target(self):
+        return self.mode, STATE.inference
+
+    def __enter__(self):
+        return self  # already switched in __init__, like PyTorch
+
+    def clone(self):
+        return set_grad_enabled(self.mode)
+
+    def __call__(self, fn):
+        STATE.enabled, STATE.inference = self._prev
+        return super().__call__(fn)
+
+
+class inference_mode(_Mode):
+    """Like ``no_grad``, for pure inference; ``inference_mode(False)`` changes nothing.
+
+    ember has no separate inference-tensor type: inside this mode nothing is
+    recorded, exactly as under ``no_grad``.
+    """
+
+    def __init__(self, mode: bool = True):
+        self.mode = mode
+
+    def _target(self):
+        if not self.mode:
+            return STATE.enabled, STATE.inference
+        return False, True
+
+    def clone(self):
+        return inference_mode(self.mode)

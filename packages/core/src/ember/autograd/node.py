@@ -1,0 +1,137 @@
+"""Graph nodes (``grad_fn``): the base :class:`Node` and :class:`AccumulateGrad` for leaves.
+
+A node knows the edges to the nodes of its inputs (``next_functions``), the
+tensors it saved for backward (with their versions, to catch in-place changes),
+and hooks. Built-in ops are nodes too (``ember.autograd.function.Op``).
+"""
+from __future__ import annotations
+
+import itertools
+
+from .hooks import add_hook
+
+_seq = itertools.count()
+
+FREED_MSG = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
+             "have already been freed). Saved intermediate values of the graph are freed when you call .backward() "
+             "or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time "
+             "or if you need to access saved tensors after calling backward.")
+
+
+class Node:
+    """A node of the backward graph; ``tensor.grad_fn`` is one.
+
+    >>> import ember
+    >>> y = ember.ones(2, requires_grad=True) * 3
+    >>> y.grad_fn.name()
+    'MulBackward0'
+    """
+
+    backward_name = "Node"
+    next_functions: tuple = ()
+    _saved = ()
+    _freed = False
+    _pre_hooks = None    # {id: fn(grad_outputs)}
+    _post_hooks = None   # {id: fn(grad_inputs, grad_outputs)}
+    _tensor_hooks = None  # {output_nr: {id: fn(grad)}} from tensor.register_hook on outputs
+    _retained = None     # {output_nr: weakref to a tensor that retains its grad}
+    _anomaly_trace = None
+    _out_meta = None     # ((shape, dtype, device), ...) of outputs, for nodes with several
+    _metadata = None
+
+    def name(self) -> str:
+        return self.backward_name
+
+    def __repr__(self):
+        return f"<{self.backward_name} object at {hex(id(self))}>"
+
+    @property
+    def metadata(self) -> dict:
+        md = self._metadata
+        if md is None:
+            md = self._metadata = {}
+        return md
+
+    # -- saved tensors ----------------------------------------------------------
+    def save_for_backward(self, *tensors) -> None:
+        """Keep ``tensors`` for backward; an in-place change to one before then is an error."""
+        self._saved = tensors
+        self._saved_versions = tuple(t._vc[0] if hasattr(t, "_vc") else None for t in tensors)
+
+    @property
+    def saved_tensors(self) -> tuple:
+        if self._freed:
+            raise RuntimeError(FREED_MSG)
+        for t, v in zip(self._saved, self._saved_versions):
+            if v is not None and t._vc[0] != v:
+                raise RuntimeError(_version_error(self, t, v))
+        return self._saved
+
+    # -- hooks ------------------------------------------------------------------
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` runs after this node's backward; it may return new grad_inputs."""
+        if self._post_hooks is None:
+            self._post_hooks = {}
+        return add_hook(self._post_hooks, fn)
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` runs before this node's backward; it may return new grad_outputs."""
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        return add_hook(self._pre_hooks, fn)
+
+    def add_tensor_hook(self, output_nr: int, fn):
+        if self._tensor_hooks is None:
+            self._tensor_hooks = {}
+        return add_hook(self._tensor_hooks.setdefault(output_nr, {}), fn)
+
+    def release(self) -> None:
+        """Free what was saved for backward (after a backward without ``retain_graph``)."""
+        self._freed = True
+        self._saved = ()
+
+    def apply_backward(self, grads: list) -> tuple:
+        """Gradients for the inputs given those of the outputs; subclasses implement."""
+        raise NotImplementedError
+
+
+def _version_error(node, t, expected) -> str:
+    kind = f"{t.dtype.name} tensor {list(t.shape)}".replace("ember.", "")
+    origin = f", which is output {t._output_nr} of {t.grad_fn.name()}," if t.grad_fn is not None else ""
+    return (f"one of the variables needed for gradient computation has been modified by an inplace operation: "
+            f"[{kind}]{origin} is at version {t._vc[0]}; expected version {expected} instead "
+            f"(saved by {node.name()}). Hint: avoid the in-place change, or clone() the tensor before it.")
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf tensor: adds incoming gradients into ``leaf.grad``."""
+
+    backward_name = "AccumulateGrad"
+
+    def __init__(self, variable):
+        self.variable = variable
+        self.seq = next(_seq)
+
+    def accumulate(self, grad, create_graph: bool) -> None:
+        leaf = self.variable
+        if leaf._hooks:
+            for hook in tuple(leaf._hooks.values()):
+                new = hook(grad)
+                if new is not None:
+                    grad = new
+        old = leaf._grad
+        if create_graph:
+            leaf._grad = grad if old is None else old + grad
+        elif old is None:
+            leaf._grad = grad._detached_copy()
+        elif old.requires_grad:
+            leaf._grad = (old + grad).detach()
+        else:
+            old._data += grad._data
+            old._vc[0] += 1
+        if leaf._post_acc_hooks:
+            for hook in tuple(leaf._post_acc_hooks.values()):
+                hook(leaf)
+
+    def release(self) -> None:
+        pass

@@ -1,0 +1,79 @@
+"""The built-in CPU backend on NumPy, registered as an ordinary plugin.
+
+It can present several logical devices (``cpu:0`` ... ``cpu:N-1``) so that
+multi-device code runs on a machine without GPUs. N comes from the
+``EMBER_CPU_DEVICES`` environment variable or :func:`set_device_count`.
+
+>>> import ember
+>>> ember.backends.cpu.set_device_count(2)
+>>> ember.zeros(2, device="cpu:1").device
+device(type='cpu', index=1)
+"""
+from __future__ import annotations
+
+import os
+
+import ml_dtypes
+import numpy as np
+
+from .. import _dtype as dt
+from .._plugins import hookimpl
+from .backend import Backend
+
+_DTYPES = {d: np.dtype(ml_dtypes.bfloat16 if d is dt.bfloat16 else d.name) for d in dt.ALL_DTYPES}
+
+
+class CPUBackend(Backend):
+    """NumPy arrays in host memory; ``xp`` is NumPy itself."""
+
+    name = "cpu"
+    xp = np
+    dtypes = _DTYPES
+
+    def __init__(self):
+        self._count = None
+
+    def device_count(self) -> int:
+        if self._count is None:
+            raw = os.environ.get("EMBER_CPU_DEVICES", "1")
+            if not raw.isdigit() or int(raw) < 1:
+                raise ValueError(f"EMBER_CPU_DEVICES must be a positive integer, got {raw!r}")
+            self._count = int(raw)
+        return self._count
+
+    def set_device_count(self, n: int) -> None:
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"the number of logical CPU devices must be a positive int, got {n!r}")
+        self._count = n
+
+    def native_dtype(self, dtype):
+        return _DTYPES[dtype]
+
+    def from_numpy(self, array, device):
+        return array
+
+    def to_numpy(self, array):
+        return array
+
+    def copy_to(self, array, src, dst):
+        return array.copy()
+
+    def describe(self) -> str:
+        return f"NumPy {np.__version__}, {self.device_count()} logical device(s)"
+
+
+BACKEND = CPUBackend()
+
+
+def set_device_count(n: int) -> None:
+    """Present ``n`` logical CPU devices (``cpu:0`` ... ``cpu:{n-1}``)."""
+    BACKEND.set_device_count(n)
+
+
+def device_count() -> int:
+    return BACKEND.device_count()
+
+
+@hookimpl
+def ember_backends():
+    return [BACKEND]

@@ -1,0 +1,62 @@
+"""Every hook an ember plugin can implement, documented in one place.
+
+A plugin is any module or object with functions marked ``@ember.hookimpl``.
+Built-in plugins (the NumPy CPU backend, ...) are registered through the same
+:func:`ember.register_plugin` call as third-party ones; third parties are found
+through the ``ember`` entry-point group::
+
+    # pyproject.toml of a plugin
+    [project.entry-points.ember]
+    mybackend = "ember_mybackend.plugin"
+
+Each hook returns a mapping or a list, so ember can tell which plugin offered
+what: two plugins claiming the same backend, or the same kernel of an op on a
+backend, is an error that names both.
+"""
+import pluggy
+
+hookspec = pluggy.HookspecMarker("ember")
+
+
+@hookspec
+def ember_backends():
+    """Return a list of :class:`ember.backends.Backend` objects this plugin provides.
+
+    Each backend owns one device type (``backend.name``, e.g. ``"cpu"`` or
+    ``"cuda"``); tensors on ``device(name, i)`` are run by it.
+
+    Example::
+
+        @ember.hookimpl
+        def ember_backends():
+            return [MyBackend()]
+    """
+
+
+@hookspec
+def ember_op_kernels(backend):
+    """Return ``{op_name: kernel}``: kernels that replace an op's default forward on ``backend``.
+
+    Ops are written once against the array API (``backend.xp``); a backend
+    overrides an op only where it has a better kernel. A kernel has the op's
+    forward signature ``kernel(ctx, xp, *arrays, **attrs)`` and returns the
+    same arrays the default would; the op's backward is unchanged.
+
+    Example::
+
+        @ember.hookimpl
+        def ember_op_kernels(backend):
+            if backend.name == "cpu":
+                return {"exp": lambda ctx, xp, a: numexpr_exp(a)}
+            return {}
+    """
+
+
+@hookspec
+def ember_onnx_lowerings():
+    """Return ``{op_name: lowering}``: how to write an op as ONNX nodes.
+
+    A lowering is ``lowering(graph, node) -> list of output names``; it is used by
+    ``ember.onnx.export`` for the ops a traced model ran. Two plugins lowering
+    the same op is an error naming both.
+    """

@@ -1,0 +1,59 @@
+"""What op modules share: attaching methods to Tensor, dtype promotion, ``sum_to``."""
+from __future__ import annotations
+
+from .. import _dtype as dt
+from .._tensor import Tensor, _wrap_dim
+
+__all__ = ["tensor_method", "promote", "sum_to", "wrap_dim", "Tensor"]
+
+wrap_dim = _wrap_dim
+
+
+def tensor_method(*names):
+    """Also make the decorated function a ``Tensor`` method (under its own name, or ``names``)."""
+    def deco(fn):
+        for name in names or (fn.__name__,):
+            setattr(Tensor, name, fn)
+        return fn
+    return deco
+
+
+def promote(a, b):
+    """``a`` and ``b`` (tensors or Python scalars) brought to their PyTorch result dtype.
+
+    Tensors are cast (a differentiable op); Python scalars are left for the
+    backend, which keeps the array's dtype for them.
+    """
+    ta, tb = type(a) is Tensor or isinstance(a, Tensor), type(b) is Tensor or isinstance(b, Tensor)
+    if ta and tb:
+        if a._dtype is b._dtype:
+            return a, b
+        want = dt.result_type(a, b)
+        return (a if a._dtype is want else a.to(want)), (b if b._dtype is want else b.to(want))
+    t, s = (a, b) if ta else (b, a)
+    if not (ta or tb):
+        raise TypeError(f"expected at least one Tensor, got {type(a).__name__} and {type(b).__name__}")
+    if not isinstance(s, (int, float, bool)):
+        raise TypeError(f"expected a Tensor or a Python number, got {type(s).__name__}")
+    cat = t._dtype.category
+    if (isinstance(s, float) and cat < 2) or (isinstance(s, int) and not isinstance(s, bool) and cat == 0):
+        t = t.to(dt.result_type(t, s))
+    if t._dtype.category == 2:
+        s = float(s)
+    elif t._dtype is not dt.bool_:
+        s = int(s)
+    return (t, s) if ta else (s, t)
+
+
+def sum_to(g, shape):
+    """Sum ``g`` down to ``shape`` (undo broadcasting), with tensor ops so it is differentiable."""
+    gshape = g.shape
+    if tuple(gshape) == tuple(shape):
+        return g
+    lead = len(gshape) - len(shape)
+    dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gshape[i + lead] != 1)
+    if dims:
+        g = g.sum(dim=dims, keepdim=True)
+    if lead:
+        g = g.reshape(shape)
+    return g

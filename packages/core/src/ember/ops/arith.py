@@ -1,0 +1,290 @@
+"""Binary arithmetic: ``add``, ``sub``, ``mul``, ``div``, ``pow`` and their operators.
+
+Broadcasting follows NumPy; the backward of each reduces the gradient back to
+each input's shape with :func:`~ember.ops._common.sum_to`.
+
+>>> import ember
+>>> ember.tensor([1, 2]) + 0.5
+tensor([1.5000, 2.5000])
+"""
+from __future__ import annotations
+
+from .. import _dtype as dt
+from ..autograd.function import Op
+from ._common import Tensor, promote, sum_to, tensor_method
+
+__all__ = ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide",
+           "remainder", "fmod", "pow", "neg", "negative", "rsub"]
+
+
+def _shape(x):
+    return x.shape if isinstance(x, Tensor) else None
+
+
+class Add(Op):
+    @staticmethod
+    def forward(ctx, xp, a, b, alpha=1):
+        ctx.alpha = alpha
+        ctx.shapes = (getattr(a, "shape", None), getattr(b, "shape", None))
+        return xp.add(a, b) if alpha == 1 else xp.add(a, b * alpha)
+
+    @staticmethod
+    def backward(ctx, g):
+        sa, sb = ctx.shapes
+        ga = sum_to(g, sa) if ctx.needs_input_grad[0] else None
+        gb = None
+        if ctx.needs_input_grad[1]:
+            gb = sum_to(g if ctx.alpha == 1 else g * ctx.alpha, sb)
+        return ga, gb
+
+
+class Sub(Op):
+    @staticmethod
+    def forward(ctx, xp, a, b, alpha=1):
+        ctx.alpha = alpha
+        ctx.shapes = (getattr(a, "shape", None), getattr(b, "shape", None))
+        return xp.subtract(a, b) if alpha == 1 else xp.subtract(a, b * alpha)
+
+    @staticmethod
+    def backward(ctx, g):
+        sa, sb = ctx.shapes
+        ga = sum_to(g, sa) if ctx.needs_input_grad[0] else None
+        gb = sum_to(-g if ctx.alpha == 1 else g * -ctx.alpha, sb) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Mul(Op):
+    saves_inputs = True
+
+    @staticmethod
+    def forward(ctx, xp, a, b):
+        return xp.multiply(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        ga = sum_to(g * b, a.shape) if need[0] else None
+        gb = sum_to(g * a, b.shape) if need[1] else None
+        return ga, gb
+
+
+class Div(Op):
+    saves_inputs = True
+
+    @staticmethod
+    def forward(ctx, xp, a, b):
+        return xp.divide(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        ga = sum_to(g / b, a.shape) if need[0] else None
+        gb = sum_to(-g * a / (b * b), b.shape) if need[1] else None
+        return ga, gb
+
+
+class Pow(Op):
+    saves_inputs = True
+    saves_output = True
+
+    @staticmethod
+    def forward(ctx, xp, a, b):
+        return xp.pow(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        ga = gb = None
+        if need[0]:
+            ga = sum_to(g * b * a ** (b - 1), a.shape)
+        if need[1]:
+            out = ctx.saved_output
+            base = a.log() if isinstance(a, Tensor) else _log_scalar(a)
+            gb = sum_to(g * out * base, b.shape)
+        return ga, gb
+
+
+def _log_scalar(a):
+    import math
+    return math.log(a) if a > 0 else (float("-inf") if a == 0 else float("nan"))
+
+
+class Neg(Op):
+    @staticmethod
+    def forward(ctx, xp, a):
+        return xp.negative(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        return -g
+
+
+class FloorDivide(Op):
+    @staticmethod
+    def forward(ctx, xp, a, b):
+        return xp.floor_divide(a, b)
+
+
+class Remainder(Op):
+    @staticmethod
+    def forward(ctx, xp, a, b):
+        return xp.remainder(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        # d/da (a - floor(a/b)*b) = 1 almost everywhere; d/db is -floor(a/b)
+        return g, None
+
+
+class Fmod(Op):
+    @staticmethod
+    def forward(ctx, xp, a, b):
+        return xp.fmod(a, b) if hasattr(xp, "fmod") else a - xp.trunc(a / b) * b
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+@tensor_method("add", "__add__")
+def add(input, other, *, alpha=1):
+    """``input + alpha * other``, broadcasting, with PyTorch's type promotion."""
+    a, b = promote(input, other)
+    if alpha != 1:
+        return Add.apply(a, b, alpha=alpha)
+    return Add.apply(a, b)
+
+
+@tensor_method("__radd__")
+def _radd(self, other):
+    return add(other, self)
+
+
+@tensor_method("sub", "__sub__")
+def sub(input, other, *, alpha=1):
+    """``input - alpha * other``."""
+    if _is_bool(input) and _is_bool(other):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    a, b = promote(input, other)
+    if alpha != 1:
+        return Sub.apply(a, b, alpha=alpha)
+    return Sub.apply(a, b)
+
+
+subtract = sub
+Tensor.subtract = sub
+
+
+@tensor_method("__rsub__")
+def rsub(input, other, *, alpha=1):
+    """``other - alpha * input``."""
+    return sub(other, input * alpha if alpha != 1 else input)
+
+
+@tensor_method("mul", "multiply", "__mul__", "__rmul__")
+def mul(input, other):
+    """Elementwise product, broadcasting."""
+    a, b = promote(input, other)
+    return Mul.apply(a, b)
+
+
+multiply = mul
+
+
+@tensor_method("div", "divide", "true_divide", "__truediv__")
+def div(input, other, *, rounding_mode=None):
+    """Division; integers divide to the default float dtype unless ``rounding_mode`` is 'trunc' or 'floor'."""
+    if rounding_mode is None:
+        a, b = promote(input, other)
+        t = a if isinstance(a, Tensor) else b
+        if t._dtype.category < 2:
+            f = dt.get_default_dtype()
+            a = a.to(f) if isinstance(a, Tensor) else float(a)
+            b = b.to(f) if isinstance(b, Tensor) else float(b)
+        return Div.apply(a, b)
+    if rounding_mode == "floor":
+        return floor_divide(input, other)
+    if rounding_mode == "trunc":
+        q = div(input, other)
+        t = input if isinstance(input, Tensor) else other
+        q = q.trunc()
+        return q if t._dtype.category == 2 or isinstance(other, float) else q.to(dt.result_type(input, other))
+    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {rounding_mode!r}")
+
+
+divide = true_divide = div
+
+
+@tensor_method("__rtruediv__")
+def _rtruediv(self, other):
+    return div(other, self)
+
+
+@tensor_method("floor_divide", "__floordiv__")
+def floor_divide(input, other):
+    """Division rounded toward minus infinity."""
+    a, b = promote(input, other)
+    return FloorDivide.apply(a, b)
+
+
+@tensor_method("__rfloordiv__")
+def _rfloordiv(self, other):
+    return floor_divide(other, self)
+
+
+@tensor_method("remainder", "__mod__")
+def remainder(input, other):
+    """Python-style modulus (the result has the sign of ``other``)."""
+    a, b = promote(input, other)
+    return Remainder.apply(a, b)
+
+
+@tensor_method("__rmod__")
+def _rmod(self, other):
+    return remainder(other, self)
+
+
+@tensor_method("fmod")
+def fmod(input, other):
+    """C-style modulus (the result has the sign of ``input``)."""
+    a, b = promote(input, other)
+    return Fmod.apply(a, b)
+
+
+@tensor_method("pow", "__pow__")
+def pow(input, exponent):  # noqa: A001 - PyTorch's name
+    """``input ** exponent``; either may be a Python number."""
+    a, b = promote(input, exponent)
+    if isinstance(a, Tensor) and isinstance(b, int) and b < 0 and a._dtype.category < 2:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return Pow.apply(a, b)
+
+
+@tensor_method("__rpow__")
+def _rpow(self, other):
+    return pow(other, self)
+
+
+@tensor_method("neg", "negative", "__neg__")
+def neg(input):
+    """``-input``."""
+    if input._dtype is dt.bool_:
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return Neg.apply(input)
+
+
+negative = neg
+
+
+@tensor_method("__pos__")
+def _pos(self):
+    return self
+
+
+def _is_bool(x):
+    return isinstance(x, Tensor) and x._dtype is dt.bool_ or isinstance(x, bool)

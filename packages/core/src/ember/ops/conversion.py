@@ -1,0 +1,125 @@
+"""Moving and casting: ``Tensor.to``, ``cpu``, ``type``, ``float``/``double``/... ; all differentiable.
+
+>>> import ember
+>>> ember.tensor([1, 2]).to(ember.float64)
+tensor([1., 2.], dtype=ember.float64)
+"""
+from __future__ import annotations
+
+from .. import _dtype as dt
+from .._device import as_device, device as Device
+from ..autograd.function import Op
+from ._common import Tensor, tensor_method
+
+__all__ = ["move_array"]
+
+
+def move_array(data, src, dst):
+    """``data`` (an array on device ``src``) as an array on ``dst``; never shares memory across devices."""
+    if src.key == dst.key:
+        return data
+    sb, db = src.backend, dst.backend
+    db.check_device(dst)
+    if sb is db:
+        return sb.copy_to(data, src, dst)
+    return db.from_numpy(sb.to_numpy(data).copy(), dst)
+
+
+class ToCopy(Op):
+    name_ = "to"
+    moves_device = True
+
+    @staticmethod
+    def forward(ctx, xp, a, dtype=None, device=None, src=None):
+        ctx.src, ctx.src_dtype = src, src.backend.from_native[a.dtype]
+        out = a
+        if device is not None and device.key != src.key:
+            out = move_array(out, src, device)
+            xp = device.backend.xp
+        if dtype is not None:
+            out = xp.astype(out, device.backend.native_dtype(dtype) if device is not None
+                            else src.backend.native_dtype(dtype))
+        ctx.out_device = device or src
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.to(device=ctx.src, dtype=ctx.src_dtype)
+
+
+def _parse_to(args, kwargs):
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    for a in args:
+        if isinstance(a, dt.dtype):
+            dtype = a
+        elif isinstance(a, (str, Device)):
+            device = a
+        elif isinstance(a, Tensor):
+            dtype, device = a._dtype, a._device
+        else:
+            raise TypeError(f"to() received an invalid argument {a!r}: expected a dtype, a device or a tensor")
+    kwargs.pop("non_blocking", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    return dtype, (None if device is None else as_device(device)), copy
+
+
+@tensor_method()
+def to(self, *args, **kwargs):
+    """Cast and/or move: ``x.to(ember.float64)``, ``x.to('cpu:1')``, ``x.to(other)``, ``x.to(device, dtype)``.
+
+    Returns ``self`` when nothing changes (unless ``copy=True``). The move is
+    differentiable: the gradient flows back to the source device.
+    """
+    dtype, device, copy = _parse_to(args, dict(kwargs))
+    if dtype is self._dtype:
+        dtype = None
+    if device is not None and device.key == self._device.key:
+        device = None  # 'cpu' and 'cpu:0' are the same memory
+    if dtype is None and device is None:
+        return self.clone() if copy else self
+    return ToCopy.apply(self, dtype=dtype, device=device, src=self._device)
+
+
+@tensor_method()
+def cpu(self):
+    """This tensor on the CPU (``self`` if it already is)."""
+    return self if self._device.type == "cpu" else self.to("cpu")
+
+
+@tensor_method()
+def cuda(self, device=None):
+    """This tensor on a CUDA device (needs the ``cuda`` backend: ``pip install ember-core[cuda]``)."""
+    dev = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device)
+    return self.to(dev)
+
+
+def _caster(d):
+    def cast(self, memory_format=None):
+        return self.to(d)
+    cast.__doc__ = f"``self.to({d!r})``"
+    return cast
+
+
+for _name, _d in (("float", dt.float32), ("double", dt.float64), ("half", dt.float16),
+                  ("bfloat16", dt.bfloat16), ("int", dt.int32), ("long", dt.int64), ("short", dt.int16),
+                  ("char", dt.int8), ("byte", dt.uint8), ("bool", dt.bool_)):
+    setattr(Tensor, _name, _caster(_d))
+
+
+@tensor_method("type")
+def type_(self, dtype=None):
+    """Without arguments, the type name (``'ember.FloatTensor'``); with a dtype, a cast."""
+    if dtype is None:
+        names = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+                 "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+        return f"ember.{names[self._dtype.name]}Tensor"
+    return self.to(dtype)
+
+
+@tensor_method()
+def type_as(self, other):
+    return self.to(other._dtype)
