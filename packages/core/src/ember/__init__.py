@@ -33,6 +33,18 @@ from .ops.conversion import *  # noqa: E402,F401,F403
 from .ops.creation import *  # noqa: E402,F401,F403
 from .ops.reduction import *  # noqa: E402,F401,F403
 from .ops.view import *  # noqa: E402,F401,F403
+from .ops.pointwise import *  # noqa: E402,F401,F403
+from .ops.comparison import *  # noqa: E402,F401,F403
+from .ops.softmax import *  # noqa: E402,F401,F403
+from .ops.shape import *  # noqa: E402,F401,F403
+from .ops.indexing import *  # noqa: E402,F401,F403
+from .ops.inplace import *  # noqa: E402,F401,F403
+from .ops.matmul import *  # noqa: E402,F401,F403
+from .ops.sorting import *  # noqa: E402,F401,F403
+from .ops.random_ops import *  # noqa: E402,F401,F403
+from .random import *  # noqa: E402,F401,F403
+from .memory import *  # noqa: E402,F401,F403
+from . import linalg  # noqa: E402,F401
 from . import backends  # noqa: E402,F401
 from .backends import cpu as _cpu  # noqa: E402,F401
 
