@@ -33,7 +33,13 @@ from .ops.conversion import *  # noqa: E402,F401,F403
 from .ops.creation import *  # noqa: E402,F401,F403
 from .ops.reduction import *  # noqa: E402,F401,F403
 from .ops.view import *  # noqa: E402,F401,F403
+from .ops.slicing import *  # noqa: E402,F401,F403
 from .ops.pointwise import *  # noqa: E402,F401,F403
+from .ops.activation import *  # noqa: E402,F401,F403
+from .ops.binary_math import *  # noqa: E402,F401,F403
+from .ops.bitwise import *  # noqa: E402,F401,F403
+from .ops.minmax import *  # noqa: E402,F401,F403
+from .ops.statistics import *  # noqa: E402,F401,F403
 from .ops.comparison import *  # noqa: E402,F401,F403
 from .ops.softmax import *  # noqa: E402,F401,F403
 from .ops.shape import *  # noqa: E402,F401,F403
@@ -42,9 +48,12 @@ from .ops.inplace import *  # noqa: E402,F401,F403
 from .ops.matmul import *  # noqa: E402,F401,F403
 from .ops.sorting import *  # noqa: E402,F401,F403
 from .ops.random_ops import *  # noqa: E402,F401,F403
+from .ops.predicates import *  # noqa: E402,F401,F403
 from .random import *  # noqa: E402,F401,F403
 from .memory import *  # noqa: E402,F401,F403
+from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401
+from .linalg import det, inverse, slogdet, tensor_norm as norm  # noqa: E402,F401
 from . import backends  # noqa: E402,F401
 from .backends import cpu as _cpu  # noqa: E402,F401
 

@@ -166,11 +166,11 @@ class finfo:
         info = ml_dtypes.finfo(ml_dtypes.bfloat16) if type is bfloat16 else np.finfo(type.name)
         self.dtype = type
         self.bits = type.itemsize * 8
-        self.eps = float(info.eps)
-        self.max = float(info.max)
-        self.min = float(info.min)
-        self.tiny = self.smallest_normal = float(info.tiny)
-        self.resolution = float(info.resolution)
+        self.eps = builtins.float(info.eps)
+        self.max = builtins.float(info.max)
+        self.min = builtins.float(info.min)
+        self.tiny = self.smallest_normal = builtins.float(info.tiny)
+        self.resolution = 10.0 ** -builtins.int(info.precision)  # exact, as in PyTorch (1e-06, 0.001)
 
 
 class iinfo:
@@ -183,5 +183,5 @@ class iinfo:
         info = np.iinfo("uint8" if type is bool_ else type.name)
         self.dtype = type
         self.bits = type.itemsize * 8
-        self.max = 1 if type is bool_ else int(info.max)
-        self.min = 0 if type is bool_ else int(info.min)
+        self.max = 1 if type is bool_ else builtins.int(info.max)
+        self.min = 0 if type is bool_ else builtins.int(info.min)

@@ -29,22 +29,46 @@ def get_plugin_manager() -> pluggy.PluginManager:
     if _pm is None:
         _pm = pluggy.PluginManager("ember")
         _pm.add_hookspecs(hookspecs)
-        for modname in BUILTIN_PLUGINS:
-            register_plugin(importlib.import_module(modname), modname)
-        for ep in importlib.metadata.entry_points(group="ember"):
-            try:
-                plugin = ep.load()
-            except Exception as exc:  # a broken third-party plugin must say who it is
-                raise PluginError(f"could not load ember plugin {ep.name!r} ({ep.value}): {exc}") from exc
-            register_plugin(plugin, ep.name)
+        try:
+            for modname in BUILTIN_PLUGINS:
+                register_plugin(importlib.import_module(modname), modname)
+            for ep in entry_points():
+                try:
+                    plugin = ep.load()
+                except Exception as exc:  # a broken third-party plugin must say who it is
+                    raise PluginError(f"could not load ember plugin {ep.name!r} ({ep.value}): "
+                                      f"{type(exc).__name__}: {exc}") from exc
+                register_plugin(plugin, ep.name)
+        except BaseException:
+            _pm = None  # never leave a half-loaded manager behind: the next use reports the error again
+            _clear_caches()
+            raise
     return _pm
+
+
+def entry_points() -> list:
+    """The entry points of the ``ember`` group (third-party plugins), sorted by name."""
+    return sorted(importlib.metadata.entry_points(group="ember"), key=lambda ep: ep.name)
 
 
 def register_plugin(plugin, name: str | None = None) -> str:
     """Register ``plugin`` (a module or object with ``@ember.hookimpl`` functions) under ``name``.
 
-    Built-ins use this same call. A name already taken by another plugin is a
-    :class:`~ember.errors.PluginError` naming both.
+    Built-ins use this same call. A name already taken by another plugin, or a
+    backend device type or op kernel that another plugin already gives, is a
+    :class:`~ember.errors.PluginError` naming both; the plugin is then not registered.
+
+    >>> import ember
+    >>> class Twice:
+    ...     @ember.hookimpl
+    ...     def ember_op_kernels(self, backend):
+    ...         return {"neg": lambda ctx, xp, a: xp.negative(a) * 2} if backend.name == "cpu" else {}
+    >>> name = ember.register_plugin(Twice(), "twice")
+    >>> -ember.tensor([1.0])
+    tensor([-2.])
+    >>> ember.unregister_plugin("twice")
+    >>> -ember.tensor([1.0])
+    tensor([-1.])
     """
     pm = get_plugin_manager() if _pm is None else _pm
     name = name or getattr(plugin, "__name__", None) or repr(plugin)
@@ -53,6 +77,12 @@ def register_plugin(plugin, name: str | None = None) -> str:
         raise PluginError(f"plugin name {name!r} is claimed by both {_describe(existing)} and {_describe(plugin)}")
     pm.register(plugin, name)
     _clear_caches()
+    try:
+        _check_claims()
+    except PluginError:
+        pm.unregister(name=name)
+        _clear_caches()
+        raise
     return name
 
 
@@ -65,6 +95,13 @@ def unregister_plugin(name: str) -> None:
     _clear_caches()
 
 
+def _check_claims() -> None:
+    """Raise :class:`PluginError` if two plugins give the same backend or the same kernel on a backend."""
+    for backend_name in backends():
+        op_kernels(backend_name)
+    onnx_lowerings()
+
+
 def plugin_names() -> list[str]:
     return [name for name, _ in get_plugin_manager().list_name_plugin()]
 
@@ -74,8 +111,11 @@ def _describe(plugin) -> str:
     return repr(mod)
 
 
-def _collect(hook_name: str, *args) -> dict:
-    """Run a dict/list-returning hook on each plugin; ``{key: (value, plugin_name)}``, clashes are errors."""
+def _collect(what: str, hook_name: str, *args) -> dict:
+    """Run a dict/list-returning hook on each plugin; ``{key: (value, plugin_name)}``, clashes are errors.
+
+    ``what`` describes one claim for the error message, with ``{key}`` standing for the key.
+    """
     pm = get_plugin_manager()
     found: dict = {}
     for impl in getattr(pm.hook, hook_name).get_hookimpls():
@@ -83,8 +123,8 @@ def _collect(hook_name: str, *args) -> dict:
         items = result.items() if isinstance(result, dict) else ((b.name, b) for b in result)
         for key, value in items:
             if key in found:
-                raise PluginError(
-                    f"{hook_name}: {key!r} is claimed by both plugin {found[key][1]!r} and plugin {impl.plugin_name!r}")
+                raise PluginError(f"{what.format(key=repr(key))} is given by both plugin {found[key][1]!r} and "
+                                  f"plugin {impl.plugin_name!r} (hook {hook_name}); uninstall or unregister one")
             found[key] = (value, impl.plugin_name)
     return found
 
@@ -92,7 +132,7 @@ def _collect(hook_name: str, *args) -> dict:
 @functools.cache
 def backends() -> dict:
     """``{device_type: (backend, plugin_name)}`` for every registered backend."""
-    return _collect("ember_backends")
+    return _collect("the backend for device type {key}", "ember_backends")
 
 
 def list_backends() -> list[str]:
@@ -114,12 +154,13 @@ def get_backend(name: str):
 def op_kernels(backend_name: str) -> dict:
     """``{op_name: kernel}`` that plugins give for ``backend_name``."""
     backend = get_backend(backend_name)
-    return {op: k for op, (k, _) in _collect("ember_op_kernels", backend).items()}
+    found = _collect(f"the kernel of op {{key}} on backend {backend_name!r}", "ember_op_kernels", backend)
+    return {op: kernel for op, (kernel, _) in found.items()}
 
 
 @functools.cache
 def onnx_lowerings() -> dict:
-    return {op: f for op, (f, _) in _collect("ember_onnx_lowerings").items()}
+    return {op: f for op, (f, _) in _collect("the ONNX lowering of op {key}", "ember_onnx_lowerings").items()}
 
 
 def _clear_caches():

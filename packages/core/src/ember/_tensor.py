@@ -76,7 +76,8 @@ class Tensor:
         t._vc = base._vc
         t._base = base._base if base._base is not None else base
         t._hooks = t._post_acc_hooks = t._grad_acc = None
-        t._view_of = view_of
+        # a view of a view records the whole chain from the base: (op, attrs, parent's record)
+        t._view_of = view_of if view_of is None or base._view_of is None else view_of + (base._view_of,)
         t._nbytes = 0
         return t
 
@@ -287,6 +288,13 @@ class Tensor:
         if self._hooks is None:
             self._hooks = {}
         return add_hook(self._hooks, hook)
+
+    @property
+    def _backward_hooks(self):
+        """The hooks ``register_hook`` added, ``{handle id: hook}`` in order, or None (PyTorch's name for them)."""
+        fn = self.grad_fn
+        hooks = (fn._tensor_hooks or {}).get(self._output_nr) if fn is not None else self._hooks
+        return None if hooks is None else dict(hooks)
 
     def register_post_accumulate_grad_hook(self, hook):
         """``hook(tensor)`` runs after a leaf's ``.grad`` has been accumulated."""

@@ -8,15 +8,17 @@
 ...         y.backward()
 ...     except RuntimeError as e:
 ...         print(str(e).splitlines()[0])
-Function 'DivBackward0' returned nan values in its 0th output.
+Function 'DivBackward0' returned nan values in its 1th output.
 """
 from __future__ import annotations
 
+import os
 import traceback
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled"]
 
 ENABLED = False
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def is_anomaly_enabled() -> bool:
@@ -24,17 +26,25 @@ def is_anomaly_enabled() -> bool:
 
 
 def record_forward(node) -> None:
-    """Remember where in the user's code ``node`` was created."""
-    node._anomaly_trace = "".join(traceback.format_stack()[:-3])
+    """Remember where in the user's code ``node`` was created (ember's own frames left out)."""
+    frames = traceback.extract_stack()
+    while frames and frames[-1].filename.startswith(_PACKAGE_DIR):
+        frames.pop()
+    node._anomaly_trace = "".join(traceback.format_list(frames))
 
 
 def check_backward(node, grads) -> None:
     """Raise if ``node``'s backward produced NaN, naming the node and where its forward ran."""
     for i, g in enumerate(grads):
-        if g is not None and g.dtype.is_floating_point and bool(g.isnan().any()):
+        if g is not None and g._dtype.is_floating_point and bool(_has_nan(g)):
             where = node._anomaly_trace or "(forward traceback not recorded: it ran outside anomaly mode)\n"
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.\n"
                                f"The forward call that created it:\n{where}")
+
+
+def _has_nan(t):
+    xp = t._device.backend.xp
+    return xp.any(xp.isnan(t._data))
 
 
 class set_detect_anomaly:

@@ -24,7 +24,7 @@ def _root_edge(t, i):
 def _count_dependencies(roots):
     deps = {}
     seen = set()
-    stack = [n for n, _ in roots]
+    stack = list(dict.fromkeys(n for n, _ in roots))  # two outputs of one node are one root
     for n in stack:
         seen.add(n)
     while stack:
@@ -101,7 +101,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             if deps.get(node, 0):
                 continue  # still waiting for gradients from later nodes
             grads = buffers.pop(node)
-            grads = _run_pre_hooks(node, grads)
+            if node._tensor_hooks or node._pre_hooks or node._retained:
+                grads = _run_pre_hooks(node, grads)
             if capture is not None:
                 for nr, g in enumerate(grads):
                     for i in capture.get((node, nr), ()):
@@ -134,10 +135,12 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 if nxt is None:
                     continue
                 if g is not None:
-                    g = _match_input(g, nxt, nr)
+                    if type(nxt) is AccumulateGrad and g._dtype is not nxt.variable._dtype:
+                        g = g.to(nxt.variable._dtype)  # as PyTorch's engine: grads match their input's dtype
                     buf = buffers.get(nxt)
                     if buf is None:
-                        buf = buffers[nxt] = [None] * _n_outputs(nxt)
+                        meta = nxt._out_meta
+                        buf = buffers[nxt] = [None] * (1 if meta is None else len(meta))
                     buf[nr] = g if buf[nr] is None else buf[nr] + g
                 elif nxt not in buffers:
                     buffers[nxt] = [None] * _n_outputs(nxt)
@@ -168,15 +171,6 @@ def _release_children(node, deps, buffers, heap):
 def _n_outputs(node):
     meta = node._out_meta
     return len(meta) if meta is not None else 1
-
-
-def _match_input(g, node, nr):
-    """Cast a gradient to the dtype of the input it belongs to (as PyTorch's engine does)."""
-    if type(node) is AccumulateGrad:
-        want = node.variable._dtype
-        if g._dtype is not want:
-            g = g.to(want)
-    return g
 
 
 def _run_pre_hooks(node, grads):

@@ -58,6 +58,19 @@ def device_mismatch(op_name, a, b) -> DeviceMismatchError:
         f"{a} and {b}; move one with .to(device) first")
 
 
+def broadcast_mismatch(arrays) -> RuntimeError | None:
+    """PyTorch's error for array shapes that do not broadcast together (None if they do)."""
+    shapes = [a.shape for a in arrays if hasattr(a, "shape")]
+    if len(shapes) < 2:
+        return None
+    a, b = shapes[0], shapes[1]
+    for i in range(1, min(len(a), len(b)) + 1):
+        if a[-i] != b[-i] and a[-i] != 1 and b[-i] != 1:
+            return RuntimeError(f"The size of tensor a ({a[-i]}) must match the size of tensor b ({b[-i]}) at "
+                                f"non-singleton dimension {max(len(a), len(b)) - i}")
+    return None
+
+
 class Op(Node):
     """A built-in differentiable op (subclass it; see the module docstring)."""
 
@@ -127,6 +140,11 @@ class Op(Node):
                     f"op {cls.name_!r} is not supported by backend {backend.name!r} "
                     f"(its array namespace has no {exc.name!r})") from None
             raise
+        except ValueError:
+            mismatch = broadcast_mismatch(arrays)
+            if mismatch is not None:
+                raise mismatch from None
+            raise
         if cls.moves_device:
             device = ctx.out_device
         if cls.is_view:
@@ -137,6 +155,8 @@ class Op(Node):
             if cls.multi_output:
                 return tuple(Tensor._make(o, device) for o in out)
             return res
+        if not cls.multi_output and res._dtype.category != 2:
+            return res  # bool and integer results never require grad
         edges = []
         needs = []
         for t in inputs:
@@ -194,8 +214,7 @@ class Op(Node):
         self._out = ()
 
     def apply_backward(self, grads):
-        if self._freed:
-            raise RuntimeError(FREED_MSG)
+        # a freed node fails only when its backward reads what it saved (as in PyTorch)
         if self._out_meta is not None:
             grads = [g if g is not None else _zeros(meta) for g, meta in zip(grads, self._out_meta)]
         res = self.backward(self, *grads)
@@ -223,15 +242,13 @@ class FunctionCtx(Node):
         self.materialize_grads = value
 
     def apply_backward(self, grads):
-        if self._freed:
-            raise RuntimeError(FREED_MSG)
         if self.materialize_grads:
             grads = [g if g is not None else _zeros(meta) for g, meta in zip(grads, self._out_meta)]
         res = self._fn_cls.backward(self, *grads)
         if not isinstance(res, tuple):
             res = (res,)
         n = len(self.next_functions)
-        if len(res) < n:
+        if len(res) < n or any(g is not None for g in res[n:]):
             raise RuntimeError(f"function {self.backward_name} returned an incorrect number of gradients "
                                f"(expected {n}, got {len(res)})")
         res = res[:n]

@@ -107,7 +107,7 @@ class set_grad_enabled(_Mode):
 
 
 class inference_mode(_Mode):
-    """Like ``no_grad``, for pure inference; ``inference_mode(False)`` changes nothing.
+    """Like ``no_grad``, for pure inference; ``inference_mode(False)`` turns recording back on.
 
     ember has no separate inference-tensor type: inside this mode nothing is
     recorded, exactly as under ``no_grad``.
@@ -118,7 +118,7 @@ class inference_mode(_Mode):
 
     def _target(self):
         if not self.mode:
-            return STATE.enabled, STATE.inference
+            return True, False  # as in PyTorch, inference_mode(False) records again
         return False, True
 
     def clone(self):

@@ -90,7 +90,12 @@ class Backend:
 
     # -- random numbers ------------------------------------------------------
     def create_rng(self, device, seed: int):
-        """A random generator for ``device`` with NumPy's ``Generator`` methods."""
+        """A random generator for ``device`` seeded with ``seed`` (an int in [0, 2**64)).
+
+        ember calls these NumPy ``Generator`` methods on it: ``random``,
+        ``standard_normal`` (both with ``dtype=``), ``integers``, ``permutation``
+        and ``standard_exponential``; their results go through :meth:`rng_array`.
+        """
         return np.random.Generator(np.random.PCG64(seed))
 
     def rng_get_state(self, rng) -> bytes:

@@ -182,7 +182,10 @@ Tensor.subtract = sub
 @tensor_method("__rsub__")
 def rsub(input, other, *, alpha=1):
     """``other - alpha * input``."""
-    return sub(other, input * alpha if alpha != 1 else input)
+    out = sub(other, input * alpha if alpha != 1 else input)
+    if not isinstance(other, Tensor) and out.grad_fn is not None:
+        out.grad_fn.backward_name = "RsubBackward1"  # PyTorch's name for number - tensor
+    return out
 
 
 @tensor_method("mul", "multiply", "__mul__", "__rmul__")
@@ -261,7 +264,10 @@ def pow(input, exponent):  # noqa: A001 - PyTorch's name
     a, b = promote(input, exponent)
     if isinstance(a, Tensor) and isinstance(b, int) and b < 0 and a._dtype.category < 2:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    return Pow.apply(a, b)
+    out = Pow.apply(a, b)
+    if isinstance(b, Tensor) and out.grad_fn is not None:  # PyTorch's names for tensor**tensor, number**tensor
+        out.grad_fn.backward_name = "PowBackward1" if isinstance(a, Tensor) else "PowBackward2"
+    return out
 
 
 @tensor_method("__rpow__")

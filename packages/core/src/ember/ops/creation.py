@@ -19,7 +19,9 @@ from .._device import as_device
 from ._common import Tensor
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
-           "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace", "eye", "scalar_tensor"]
+           "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace", "eye", "scalar_tensor",
+           "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor", "ShortTensor",
+           "IntTensor", "LongTensor", "BoolTensor"]
 
 
 def size_from_args(size, fn="zeros") -> tuple:
@@ -244,19 +246,47 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
     return _finish(data, device, dtype, requires_grad)
 
 
-def _legacy_tensor_init(self, args, device):
-    """``ember.Tensor(data)`` (float32 copy of data) or ``ember.Tensor(2, 3)`` (uninitialised)."""
+def _legacy_tensor_init(self, args, device, dtype=dt.float32):
+    """``ember.Tensor(data)`` (a copy of data as ``dtype``) or ``ember.Tensor(2, 3)`` (uninitialised)."""
     device = as_device(device)
     backend = device.backend
-    f32 = dt.float32
     if not args:
-        data = backend.xp.empty((0,), dtype=backend.native_dtype(f32))
+        data = backend.xp.empty((0,), dtype=backend.native_dtype(dtype))
     elif all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args) or \
             (len(args) == 1 and isinstance(args[0], tuple) and all(isinstance(a, int) for a in args[0])
              and type(args[0]).__name__ == "Size"):
-        data = backend.xp.empty(size_from_args(args, "Tensor"), dtype=backend.native_dtype(f32))
+        data = backend.xp.empty(size_from_args(args, "Tensor"), dtype=backend.native_dtype(dtype))
     elif len(args) == 1:
-        data = backend.asarray(_to_numpy_data(args[0]), f32, device)
+        data = backend.asarray(_to_numpy_data(args[0]), dtype, device)
     else:
         raise TypeError(f"Tensor(): expected sizes (ints) or one data argument, got {args!r}")
-    self._init(data, device, f32)
+    self._init(data, device, dtype)
+
+
+class _LegacyTensorType(type):
+    """``isinstance(t, ember.FloatTensor)``: a CPU tensor of that dtype."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj._dtype is cls.dtype and obj._device.type == "cpu"
+
+
+def _legacy_type(name, dtype):
+    def __new__(cls, *args, device=None):
+        t = object.__new__(Tensor)
+        _legacy_tensor_init(t, args, device, dtype)
+        return t
+    doc = (f"PyTorch's legacy constructor: ``ember.{name}([1, 2])`` copies data as {dtype!r}, "
+           f"``ember.{name}(2, 3)`` is uninitialised. Prefer ``ember.tensor(data, dtype={dtype!r})``.")
+    return _LegacyTensorType(name, (), {"__new__": __new__, "dtype": dtype, "__doc__": doc, "__module__": "ember"})
+
+
+FloatTensor = _legacy_type("FloatTensor", dt.float32)
+DoubleTensor = _legacy_type("DoubleTensor", dt.float64)
+HalfTensor = _legacy_type("HalfTensor", dt.float16)
+BFloat16Tensor = _legacy_type("BFloat16Tensor", dt.bfloat16)
+ByteTensor = _legacy_type("ByteTensor", dt.uint8)
+CharTensor = _legacy_type("CharTensor", dt.int8)
+ShortTensor = _legacy_type("ShortTensor", dt.int16)
+IntTensor = _legacy_type("IntTensor", dt.int32)
+LongTensor = _legacy_type("LongTensor", dt.int64)
+BoolTensor = _legacy_type("BoolTensor", dt.bool_)

@@ -1,0 +1,164 @@
+"""The ``ember`` command line (also ``python -m ember``).
+
+``ember info`` prints what a bug report needs: the installed ember
+distributions and their versions, the registered plugins, the backends with
+their devices, and the NVIDIA GPU status.
+
+>>> main(["info"])  # doctest: +ELLIPSIS
+ember ... on Python ...
+<BLANKLINE>
+distributions:
+...ember-core ...
+<BLANKLINE>
+plugins:
+  ember.backends.cpu ...
+<BLANKLINE>
+backends:
+  cpu ...
+<BLANKLINE>
+NVIDIA GPUs:
+...
+0
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import platform
+import sys
+import types
+
+import ember
+
+from . import _plugins
+from .errors import PluginError
+
+
+def ember_distributions() -> list[tuple[str, str]]:
+    """``(name, version)`` of every installed distribution whose name starts with ``ember-``, sorted."""
+    found = {}
+    for dist in importlib.metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-").replace(".", "-")
+        if name.startswith("ember-"):
+            found.setdefault(name, dist.version)
+    return sorted(found.items())
+
+
+def plugin_lines() -> list[str]:
+    """One line per registered plugin: its name, module and (for entry points) its distribution."""
+    from_dist = {ep.name: f"{ep.dist.name} {ep.dist.version}" for ep in _plugins.entry_points() if ep.dist}
+    lines = []
+    for name, plugin in _plugins.get_plugin_manager().list_name_plugin():
+        module = plugin.__name__ if isinstance(plugin, types.ModuleType) else type(plugin).__module__
+        origin = f"entry point of {from_dist[name]}" if name in from_dist else (
+            "built-in" if name in _plugins.BUILTIN_PLUGINS else "registered at run time")
+        lines.append(f"{name:<24} {module}  ({origin})")
+    return lines
+
+
+def backend_lines() -> list[str]:
+    """One line per backend: device type, providing plugin, description, devices."""
+    lines = []
+    for device_type, (backend, plugin_name) in _plugins.backends().items():
+        if backend.is_available():
+            devices = ", ".join(f"{device_type}:{i}" for i in range(backend.device_count())) or "none"
+        else:
+            devices = "not available"
+        lines.append(f"{device_type:<8} {backend.describe()}  [plugin {plugin_name}]  devices: {devices}")
+    return lines
+
+
+def gpu_lines() -> list[str]:
+    """NVIDIA GPUs seen through nvidia-ml-py (``pynvml``) or GPUtil, whichever is importable."""
+    try:
+        import pynvml
+    except ImportError:
+        pynvml = None
+    if pynvml is not None:
+        try:
+            pynvml.nvmlInit()
+        except Exception as exc:  # pynvml raises NVMLError subclasses when there is no driver
+            return [f"no NVIDIA GPU/driver found (pynvml: {exc})"]
+        try:
+            lines = [f"driver {_text(pynvml.nvmlSystemGetDriverVersion())} (via pynvml)"]
+            for i in range(pynvml.nvmlDeviceGetCount()):
+                handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+                mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
+                lines.append(f"gpu {i}: {_text(pynvml.nvmlDeviceGetName(handle))}, "
+                             f"{mem.used / 2**20:.0f} MiB used of {mem.total / 2**20:.0f} MiB")
+            return lines if len(lines) > 1 else ["no NVIDIA GPU found (pynvml: the driver reports 0 devices)"]
+        finally:
+            pynvml.nvmlShutdown()
+    try:
+        import GPUtil
+    except ImportError:
+        return ["no NVIDIA GPU/driver found (neither nvidia-ml-py nor GPUtil is installed; "
+                "`pip install nvidia-ml-py` to query the driver)"]
+    try:
+        gpus = GPUtil.getGPUs()
+    except Exception as exc:  # GPUtil shells out to nvidia-smi
+        return [f"no NVIDIA GPU/driver found (GPUtil: {exc})"]
+    if not gpus:
+        return ["no NVIDIA GPU/driver found (GPUtil sees none)"]
+    return [f"gpu {g.id}: {g.name}, {g.memoryUsed:.0f} MiB used of {g.memoryTotal:.0f} MiB (via GPUtil)"
+            for g in gpus]
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def info() -> int:
+    """Print the report; 1 if a plugin could not be loaded (the report says which), else 0."""
+    print(f"ember {ember.__version__} on Python {platform.python_version()} ({sys.executable})")
+    _section("distributions", [f"{name} {version}" for name, version in ember_distributions()]
+             or ["none installed (running from a source tree)"])
+    try:
+        plugins, backends = plugin_lines(), backend_lines()
+    except PluginError as exc:
+        _section("plugins", [f"ERROR: {exc}"])
+        status = 1
+    else:
+        _section("plugins", plugins)
+        _section("backends", backends)
+        status = 0
+    _section("NVIDIA GPUs", gpu_lines())
+    return status
+
+
+def _section(title: str, lines: list[str]) -> None:
+    print(f"\n{title}:")
+    for line in lines:
+        print(f"  {line}")
+
+
+COMMANDS = {"info": (info, "list installed ember packages, plugins, backends, devices and GPU status")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status (2 for a usage error, as argparse does)."""
+    parser = argparse.ArgumentParser(prog="ember" if _run_as_script() else "python -m ember",
+                                     description="ember command line")
+    parser.add_argument("--version", action="version", version=f"ember {ember.__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    for name, (_, help_text) in COMMANDS.items():
+        commands.add_parser(name, help=help_text, description=help_text)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: missing command; choose from: {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    try:
+        return COMMANDS[args.command][0]()
+    except BrokenPipeError:  # e.g. `ember info | head`: the reader left, which is not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's documented recipe
+        return 0
+
+
+def _run_as_script() -> bool:
+    return not sys.argv[0].endswith("__main__.py")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

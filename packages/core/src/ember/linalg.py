@@ -1,2 +1,0 @@
-"""(being written)"""
-__all__ = []

@@ -1,0 +1,95 @@
+"""What the random ops share: picking the generator, drawing from it, moving draws to the device, checks."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import _dtype as dt
+from ..random import Generator, default_generator_for
+
+_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+                "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+_C_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
+            "int64": "long int"}
+#: bits of precision of each float dtype: integers up to 2**bits are exact
+MANTISSA_BITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
+
+
+def torch_type_name(dtype) -> str:
+    """PyTorch's scalar-type name (``'Long'``), as its error messages spell it."""
+    return _TORCH_NAMES[dtype.name]
+
+
+def pick_generator(generator, device) -> Generator:
+    """``generator`` (checked against ``device``) or ``device``'s default generator."""
+    if generator is None:
+        return default_generator_for(device)
+    if not isinstance(generator, Generator):
+        raise TypeError(f"generator must be an ember.Generator, got {type(generator).__name__}")
+    if generator.device.type != device.type:
+        raise RuntimeError(f"Expected a '{device.type}' device type for generator but found "
+                           f"'{generator.device.type}'")
+    return generator
+
+
+def float_dtype(fn: str, dtype):
+    """``dtype`` (default: the default float dtype), which must be floating point."""
+    if dtype is None:
+        return dt.get_default_dtype()
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f"{fn}(): expected a floating-point dtype, got {dtype!r} "
+                                  f"(\"{fn}\" not implemented for '{torch_type_name(dtype)}')")
+    return dtype
+
+
+def _draw_dtype(dtype):
+    return np.float64 if dtype is dt.float64 else np.float32
+
+
+def unit_uniform(rng, shape, dtype):
+    """Uniform draws in [0, 1) that stay below 1 once cast to ``dtype``."""
+    u = rng.random(shape, dtype=_draw_dtype(dtype))
+    bits = MANTISSA_BITS[dtype.name]
+    if bits < 24:  # keep only the bits float16/bfloat16 hold, so rounding never reaches 1.0
+        scale = float(1 << bits)
+        u = (u * scale).astype(np.int32).astype(np.float32) / scale
+    return u
+
+
+def standard_normal(rng, shape, dtype):
+    return rng.standard_normal(shape, dtype=_draw_dtype(dtype))
+
+
+def rng_to_device(values, dtype, device):
+    """Generator output as an array of ``dtype`` on ``device``."""
+    backend = device.backend
+    arr = backend.rng_array(values, device)
+    native = backend.native_dtype(dtype)
+    return arr if arr.dtype == native else backend.xp.astype(arr, native)
+
+
+def check_int_range(low: int, high: int, dtype) -> None:
+    """PyTorch's checks on a ``[low, high)`` range of integers to draw as ``dtype``."""
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    if dtype.is_floating_point:
+        bits = MANTISSA_BITS[dtype.name]
+        if low < -(1 << bits) or high - 1 > 1 << bits:
+            warnings.warn(f"to - 1 is out of bounds [-(2^{bits}), 2^{bits}]: {dtype!r} holds integers exactly "
+                          "only within this range", UserWarning, stacklevel=3)
+        return
+    info = dt.iinfo(dtype)
+    if low < info.min:
+        raise RuntimeError(f"from is out of bounds for {_C_NAMES[dtype.name]} (from={low}, but {dtype!r} holds "
+                           f"[{info.min}, {info.max}])")
+    if high - 1 > info.max:
+        raise RuntimeError(f"to - 1 is out of bounds for {_C_NAMES[dtype.name]} (to={high}, but {dtype!r} holds "
+                           f"[{info.min}, {info.max}])")
+
+
+def zero_grads(g, shapes):
+    """Zero gradients of the given shapes (random draws do not depend on their parameters' values)."""
+    from .creation import zeros
+    out = tuple(zeros(s, dtype=g.dtype, device=g.device) for s in shapes)
+    return out if len(out) > 1 else out[0]

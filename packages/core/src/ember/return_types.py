@@ -1,0 +1,30 @@
+"""Named tuples that ops return, as ``torch.return_types``: ``max``, ``min`` (``values``, ``indices``).
+
+>>> import ember
+>>> r = ember.tensor([[1, 5], [7, 2]]).max(dim=1)
+>>> r.values, r.indices
+(tensor([5, 7]), tensor([1, 0]))
+"""
+from __future__ import annotations
+
+import collections
+
+__all__ = ["max", "min", "make"]
+
+
+def make(name: str, fields=("values", "indices")):
+    """A named tuple class ``ember.return_types.<name>`` that prints as PyTorch's does."""
+    cls = collections.namedtuple(name, fields)
+    cls.__module__ = __name__
+    cls.__qualname__ = name
+
+    def __repr__(self):
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self))
+        return f"ember.return_types.{name}(\n{body})"
+
+    cls.__repr__ = __repr__
+    return cls
+
+
+max = make("max")  # noqa: A001 - PyTorch's name
+min = make("min")  # noqa: A001

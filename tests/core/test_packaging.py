@@ -1,0 +1,206 @@
+"""Built wheels work in a fresh virtual environment, and ``ember.*`` resolves across distributions.
+
+Builds the ember-core wheel from this checkout and a throwaway sibling
+distribution, ``ember-fakeext`` (``ember/fakeext/`` without ``ember/__init__.py``,
+plus an ``ember`` entry point giving a backend), installs them with uv
+(dependencies come from PyPI) into new virtual environments and runs code
+there. This is what proves that ``ember/__init__.py``'s ``pkgutil.extend_path``
+lets sibling packages (ember-nn, ember-data, ...) provide ``ember.<name>``.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+CORE = ROOT / "packages" / "core"
+BUILD_TIMEOUT = 300  # the first build fetches hatchling, the first install numpy & co. from PyPI
+RUN_TIMEOUT = 120
+
+FAKEEXT_PYPROJECT = """\
+[build-system]
+requires = ["hatchling>=1.24"]
+build-backend = "hatchling.build"
+
+[project]
+name = "ember-fakeext"
+version = "0.0.1"
+requires-python = ">=3.10"
+dependencies = ["ember-core"]
+
+[project.entry-points.ember]
+fakeext = "ember.fakeext"
+
+[tool.hatch.build.targets.wheel]
+packages = ["src/ember"]
+"""
+
+FAKEEXT_INIT = '''\
+"""A sibling distribution's subpackage of ember, with a backend plugin for device type 'fake'."""
+import ember
+from ember.backends import cpu
+
+GREETING = "hello from ember-fakeext"
+
+
+class FakeBackend(type(cpu.BACKEND)):
+    name = "fake"
+
+    def describe(self):
+        return "fake backend of ember-fakeext"
+
+
+@ember.hookimpl
+def ember_backends():
+    return [FakeBackend()]
+'''
+
+
+def clean_env() -> dict:
+    """The environment without anything that would point Python or uv at this checkout's environment."""
+    drop = {"PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "UV_PROJECT_ENVIRONMENT", "PYTHONSTARTUP"}
+    return {k: v for k, v in os.environ.items() if k not in drop}
+
+
+def sh(*cmd, timeout=RUN_TIMEOUT, env=None) -> str:
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout,
+                          env=env or clean_env(), stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        pytest.fail(f"command failed ({proc.returncode}): {' '.join(map(str, cmd))}\n"
+                    f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def uv() -> str:
+    found = shutil.which("uv") or shutil.which("uv", path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.fail("the packaging test needs uv (it is in the dev dependency group): pip install uv")
+    return found
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory, uv) -> dict:
+    tmp = tmp_path_factory.mktemp("wheels")
+    dist = tmp / "dist"
+    sh(uv, "build", "--quiet", "--wheel", "--out-dir", dist, CORE, timeout=BUILD_TIMEOUT)
+    fakeext = tmp / "ember-fakeext"
+    (fakeext / "src" / "ember" / "fakeext").mkdir(parents=True)
+    (fakeext / "pyproject.toml").write_text(FAKEEXT_PYPROJECT)
+    (fakeext / "src" / "ember" / "fakeext" / "__init__.py").write_text(FAKEEXT_INIT)
+    sh(uv, "build", "--quiet", "--wheel", "--out-dir", dist, fakeext, timeout=BUILD_TIMEOUT)
+    (core,) = dist.glob("ember_core-*.whl")
+    (ext,) = dist.glob("ember_fakeext-*.whl")
+    return {"core": core, "fakeext": ext}
+
+
+def make_venv(uv, path: Path, *wheels) -> Path:
+    sh(uv, "venv", "--quiet", "--python", sys.executable, path)
+    python = path / "bin" / "python"
+    sh(uv, "pip", "install", "--quiet", "--python", python, *wheels, timeout=BUILD_TIMEOUT)
+    return python
+
+
+@pytest.fixture(scope="module")
+def core_env(tmp_path_factory, uv, wheels) -> Path:
+    """A fresh environment with the ember-core wheel alone."""
+    return make_venv(uv, tmp_path_factory.mktemp("core") / "venv", wheels["core"])
+
+
+@pytest.fixture(scope="module")
+def both_env(tmp_path_factory, uv, wheels) -> Path:
+    """A fresh environment with the ember-core and ember-fakeext wheels."""
+    return make_venv(uv, tmp_path_factory.mktemp("both") / "venv", wheels["core"], wheels["fakeext"])
+
+
+def run_in(python: Path, source: str, env=None) -> str:
+    return sh(python, "-c", textwrap.dedent(source), env=env)
+
+
+def test_core_wheel_holds_the_package_and_the_console_script(wheels):
+    with zipfile.ZipFile(wheels["core"]) as whl:
+        names = set(whl.namelist())
+        entry_points = next(whl.read(n).decode() for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert {"ember/__init__.py", "ember/__main__.py", "ember/hookspecs.py", "ember/backends/cpu.py"} <= names
+    assert not any(n.startswith(("tests/", "ember/tests/")) for n in names)
+    assert "ember = ember.__main__:main" in entry_points
+
+
+def test_sibling_wheel_has_no_ember_init(wheels):
+    with zipfile.ZipFile(wheels["fakeext"]) as whl:
+        names = whl.namelist()
+    assert "ember/fakeext/__init__.py" in names
+    assert "ember/__init__.py" not in names
+
+
+def test_fresh_env_imports_ember_and_runs_autograd(core_env):
+    out = run_in(core_env, """
+        import ember
+        x = ember.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = (x * x).sum()
+        y.backward()
+        print(ember.__file__)
+        print(y.item(), x.grad.tolist(), y.grad_fn.name())
+    """)
+    where, result = out.splitlines()
+    assert where.startswith(str(core_env.parents[1])), "ember must come from the fresh environment"
+    assert result == "14.0 [2.0, 4.0, 6.0] SumBackward0"
+
+
+def test_fresh_env_has_only_the_builtin_backend(core_env):
+    out = run_in(core_env, """
+        import ember
+        print(ember.list_backends())
+        try:
+            import ember.fakeext
+        except ImportError:
+            print("no fakeext")
+    """)
+    assert out.splitlines() == ["['cpu']", "no fakeext"]
+
+
+def test_console_script_runs_in_fresh_env(core_env, wheels):
+    out = sh(core_env.parent / "ember", "info")
+    version = wheels["core"].name.split("-")[1]
+    assert f"\ndistributions:\n  ember-core {version}\n\n" in out
+    assert "\nbackends:\n  cpu " in out
+    assert "strict" not in out
+
+
+def test_sibling_distribution_in_the_same_env(both_env):
+    out = run_in(both_env, """
+        import ember.fakeext
+        import ember
+        print(ember.fakeext.GREETING)
+        print(sorted(ember.list_backends()))
+        print(ember.ones(2, device="fake").device)
+    """)
+    assert out.splitlines() == ["hello from ember-fakeext", "['cpu', 'fake']", "fake"]
+    info = sh(both_env.parent / "ember", "info")
+    assert "ember-fakeext 0.0.1" in info
+    assert "fake     fake backend of ember-fakeext  [plugin fakeext]" in info
+
+
+def test_sibling_distribution_on_another_path_entry(tmp_path, uv, wheels, core_env):
+    """ember-fakeext in a separate directory: only ``extend_path`` in ember/__init__.py can find it."""
+    target = tmp_path / "elsewhere"
+    sh(uv, "pip", "install", "--quiet", "--python", core_env, "--no-deps", "--target", target, wheels["fakeext"],
+       timeout=BUILD_TIMEOUT)
+    assert not (target / "ember" / "__init__.py").exists()
+    out = run_in(core_env, """
+        import ember, ember.fakeext
+        print(ember.__file__)
+        print(ember.fakeext.__file__)
+        print(ember.fakeext.GREETING)
+    """, env=dict(clean_env(), PYTHONPATH=str(target)))
+    core_file, ext_file, greeting = out.splitlines()
+    assert core_file.startswith(str(core_env.parents[1]))
+    assert ext_file == str(target / "ember" / "fakeext" / "__init__.py")
+    assert greeting == "hello from ember-fakeext"
