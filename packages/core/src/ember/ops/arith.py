@@ -142,7 +142,10 @@ class Remainder(Op):
 class Fmod(Op):
     @staticmethod
     def forward(ctx, xp, a, b):
-        return xp.fmod(a, b) if hasattr(xp, "fmod") else a - xp.trunc(a / b) * b
+        if hasattr(xp, "fmod"):
+            return xp.fmod(a, b)
+        r = xp.remainder(a, b)  # floor modulus (sign of b); fmod has the sign of a
+        return xp.where((r != 0) & ((r < 0) != (a < 0)), r - b, r)
 
     @staticmethod
     def backward(ctx, g):

@@ -16,6 +16,8 @@ tensor([10, 11])
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _dtype as dt
@@ -45,8 +47,9 @@ class AdvancedPlan:
         nd = a.ndim
         perm = self.dims + tuple(d for d in range(nd) if d not in self.dims)
         moved = xp.permute_dims(a, perm) if perm != tuple(range(nd)) else a
-        rest = moved.shape[len(self.dims):]
-        return xp.reshape(moved, (-1,) + rest), perm, moved.shape
+        k = len(self.dims)
+        rest = moved.shape[k:]
+        return xp.reshape(moved, (math.prod(moved.shape[:k]),) + rest), perm, moved.shape
 
     def place(self, xp, taken, rest):
         """Rows gathered as ``(M, *rest)`` -> the result's layout."""
@@ -63,7 +66,7 @@ class AdvancedPlan:
         if self.at:
             order = tuple(range(self.at, self.at + k)) + tuple(range(self.at)) + tuple(range(self.at + k, value.ndim))
             value = xp.permute_dims(value, order)
-        return xp.reshape(value, (-1,) + rest)
+        return xp.reshape(value, (math.prod(self.index_shape),) + rest)
 
 
 def _unmove(xp, flat, perm, moved_shape):

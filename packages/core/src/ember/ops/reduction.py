@@ -270,7 +270,7 @@ def logsumexp(input, dim, keepdim=False):
 
 
 # -- scans ---------------------------------------------------------------------------------------------------------
-def _scan_input(name, input, dim, dtype):
+def _scan_input(input, dim, dtype):
     dtype = _int_sum_dtype(input, dtype)
     if dtype is not None and dtype is not input._dtype:
         input = input.to(dtype)
@@ -305,7 +305,7 @@ def cumsum(input, dim, *, dtype=None):
     tensor([[1, 3, 6]])
     """
     shape = input.shape
-    input, dim = _scan_input("cumsum", input, dim, dtype)
+    input, dim = _scan_input(input, dim, dtype)
     out = Cumsum.apply(input, dim=dim)
     return out.reshape(shape) if len(shape) == 0 else out
 
@@ -347,6 +347,6 @@ def cumprod(input, dim, *, dtype=None):
     tensor([ 1,  2,  6, 24])
     """
     shape = input.shape
-    input, dim = _scan_input("cumprod", input, dim, dtype)
+    input, dim = _scan_input(input, dim, dtype)
     out = Cumprod.apply(input, dim=dim)
     return out.reshape(shape) if len(shape) == 0 else out
