@@ -11,9 +11,9 @@ import pytest
 
 import ember
 from ember import _plugins
-from ember.ops.arith import Neg
 from ember.autograd.function import Op
 from ember.backends import cpu
+from ember.ops.arith import Neg
 
 TIMEOUT = 60
 
@@ -155,6 +155,19 @@ def test_same_op_kernel_on_different_backends_is_no_clash(registered):
     registered(KernelPlugin("cpu", {"neg": Neg.forward}), "cpu-neg")
     registered(KernelPlugin("strict", {"neg": Neg.forward}), "strict-neg")
     assert (-ember.tensor([1.0], device="strict")).tolist() == [-1.0]
+
+
+def test_hook_with_wrong_arguments_is_a_plugin_error_naming_the_plugin(registered):
+    class WrongArguments:
+        @ember.hookimpl
+        def ember_op_kernels(self, backend, device):
+            return {}
+
+    with pytest.raises(ember.PluginError,
+                       match=r"(?s)plugin 'wrong' \(.*WrongArguments'\) is not a valid ember plugin: "
+                             r".*ember_op_kernels.*device"):
+        registered(WrongArguments(), "wrong")
+    assert "wrong" not in _plugins.plugin_names()
 
 
 def test_unregistering_an_unknown_plugin_names_the_registered_ones():

@@ -44,6 +44,7 @@ from .ops.comparison import *  # noqa: E402,F401,F403
 from .ops.softmax import *  # noqa: E402,F401,F403
 from .ops.shape import *  # noqa: E402,F401,F403
 from .ops.indexing import *  # noqa: E402,F401,F403
+from .ops.gather import *  # noqa: E402,F401,F403
 from .ops.inplace import *  # noqa: E402,F401,F403
 from .ops.matmul import *  # noqa: E402,F401,F403
 from .ops.sorting import *  # noqa: E402,F401,F403
@@ -53,6 +54,7 @@ from .random import *  # noqa: E402,F401,F403
 from .memory import *  # noqa: E402,F401,F403
 from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401
+from . import cuda  # noqa: E402,F401
 from .linalg import det, inverse, slogdet, tensor_norm as norm  # noqa: E402,F401
 from . import backends  # noqa: E402,F401
 from .backends import cpu as _cpu  # noqa: E402,F401

@@ -75,7 +75,10 @@ def register_plugin(plugin, name: str | None = None) -> str:
     existing = pm.get_plugin(name)
     if existing is not None:
         raise PluginError(f"plugin name {name!r} is claimed by both {_describe(existing)} and {_describe(plugin)}")
-    pm.register(plugin, name)
+    try:
+        pm.register(plugin, name)
+    except pluggy.PluginValidationError as exc:  # e.g. a hook implementation with the wrong arguments
+        raise PluginError(f"plugin {name!r} ({_describe(plugin)}) is not a valid ember plugin: {exc}") from None
     _clear_caches()
     try:
         _check_claims()

@@ -9,7 +9,7 @@ seed, so ``cpu:0`` and ``cpu:1`` are independent yet reproducible.
 >>> g = ember.manual_seed(0)
 >>> a = ember.rand(2)
 >>> _ = ember.manual_seed(0)
->>> bool((ember.rand(2) == a).all())
+>>> (ember.rand(2) == a).all().item()
 True
 >>> ember.initial_seed()
 0
@@ -54,7 +54,7 @@ class Generator:
     >>> g = ember.Generator().manual_seed(42)
     >>> a = ember.rand(3, generator=g)
     >>> b = ember.rand(3, generator=g.manual_seed(42))
-    >>> bool((a == b).all()), g.initial_seed(), g.device
+    >>> (a == b).all().item(), g.initial_seed(), g.device
     (True, 42, device(type='cpu'))
     """
 
@@ -198,7 +198,7 @@ def fork_rng(devices=None, enabled=True):
     >>> with ember.random.fork_rng():
     ...     _ = ember.rand(5)
     >>> a = ember.rand(1); _ = ember.manual_seed(0)
-    >>> bool((ember.rand(1) == a).all())
+    >>> (ember.rand(1) == a).all().item()
     True
     """
     if not enabled:

@@ -45,6 +45,10 @@ class CPUBackend(Backend):
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"the number of logical CPU devices must be a positive int, got {n!r}")
         self._count = n
+        from .._device import _INTERNED
+        for dev in _INTERNED.values():  # devices re-check that they exist on next use
+            if dev.type == self.name:
+                dev._backend = None
 
     def native_dtype(self, dtype):
         return _DTYPES[dtype]

@@ -22,7 +22,8 @@ from ..autograd.function import Op, _edge
 from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.node import Node, _seq
 from ._common import Tensor, sum_to, tensor_method
-from .indexing import index_add, index_put, make_plan, put_advanced, scatter, scatter_add, split_key
+from .gather import index_add, scatter, scatter_add
+from .indexing import index_put, make_plan, put_advanced, split_key
 from .shape import _torch_name, masked_fill
 from .slicing import index_view
 from .view import _byte_strides, replay_view
@@ -74,6 +75,13 @@ def _check_target(self, track_possible):
                 raise RuntimeError(OVERLAP_MSG)
 
 
+def _check_broadcast(self, rshape):
+    shape = tuple(self._data.shape)
+    if rshape != shape and not (len(rshape) <= len(shape)
+                                and all(r in (1, s) for r, s in zip(rshape[::-1], shape[::-1]))):
+        raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape {list(rshape)}")
+
+
 def _fit(self, result):
     """``result`` cast to ``self``'s dtype and broadcast to its shape, or a PyTorch-style error."""
     if result._dtype is not self._dtype:
@@ -81,13 +89,10 @@ def _fit(self, result):
             raise RuntimeError(f"result type {_torch_name(result._dtype)} can't be cast to the desired output type "
                                f"{_torch_name(self._dtype)}")
         result = result.to(self._dtype)
-    shape = tuple(self._data.shape)
     rshape = tuple(result._data.shape)
-    if rshape != shape:
-        ok = len(rshape) <= len(shape) and all(r in (1, s) for r, s in zip(rshape[::-1], shape[::-1]))
-        if not ok:
-            raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape {list(rshape)}")
-        result = result.expand(shape)
+    if rshape != tuple(self._data.shape):
+        _check_broadcast(self, rshape)
+        result = result.expand(self.shape)
     return result
 
 
@@ -176,6 +181,7 @@ def copy_(self, src, non_blocking=False):
     """
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'other' must be Tensor, not {type(src).__name__}")
+    _check_broadcast(self, tuple(src._data.shape))
 
     def compute(cur):
         s = src.to(device=cur._device, dtype=cur._dtype)
@@ -302,6 +308,8 @@ def _setitem(self, key, value):
     target = index_view(self, basic) if any(k is not Ellipsis and k != slice(None) for k in basic) else self
     if not adv:
         if isinstance(value, Tensor):
+            while value._data.ndim > target._data.ndim and value._data.shape[0] == 1:
+                value = value.squeeze(0)  # PyTorch drops leading size-1 dims of the value here
             copy_(target, value)
         elif isinstance(value, (int, float, bool)):
             fill_(target, value)
