@@ -235,3 +235,21 @@ def test_scatter_inplace_reduce_multiply_on_cpu():
     x = ember.full((3,), 2.0)
     x.scatter_(0, ember.tensor([0, 0, 2]), 3.0, reduce="multiply")
     assert x.tolist() == [18.0, 2.0, 6.0]
+
+
+def test_view_made_before_an_inplace_change_of_its_base_sees_the_new_history():
+    a = ember.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x = a * 1
+    v = x[:2]
+    x.mul_(3)
+    v.sum().backward()
+    assert a.grad.tolist() == [3.0, 3.0, 0.0]
+
+
+def test_view_of_a_plain_tensor_gets_history_written_into_its_base():
+    w = ember.tensor([5.0, 6.0], requires_grad=True)
+    y = ember.zeros(3)
+    u = y[1:]
+    y[:2] = w
+    u.sum().backward()
+    assert w.grad.tolist() == [0.0, 1.0]

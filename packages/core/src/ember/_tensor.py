@@ -32,7 +32,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_device", "_dtype", "_requires_grad", "grad_fn", "_output_nr", "_grad", "_vc",
-                 "_base", "_hooks", "_post_acc_hooks", "_grad_acc", "_nbytes", "_view_of", "__weakref__")
+                 "_base", "_hooks", "_post_acc_hooks", "_grad_acc", "_nbytes", "_view_of", "_vv", "__weakref__")
 
     def __init__(self, *args, device=None):
         from .ops.creation import _legacy_tensor_init
@@ -79,6 +79,7 @@ class Tensor:
         # a view of a view records the whole chain from the base: (op, attrs, parent's record)
         t._view_of = view_of if view_of is None or base._view_of is None else view_of + (base._view_of,)
         t._nbytes = 0
+        t._vv = t._vc[0]  # version when this view's history was last set (stale views are refreshed)
         return t
 
     @classmethod

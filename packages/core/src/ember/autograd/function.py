@@ -52,6 +52,18 @@ def _edge(t):
     return (None, 0)
 
 
+def _refresh_view(t):
+    """Give a view whose base changed in place since its history was set the base's new history."""
+    if not STATE.enabled:
+        return  # refreshed when it is next used with grad mode on
+    t._vv = t._vc[0]
+    base = t._base
+    if t._view_of is not None and base._requires_grad:
+        from ..ops.view import replay_view
+        fresh = replay_view(base, t._view_of)
+        t.grad_fn, t._requires_grad, t._output_nr = fresh.grad_fn, True, 0
+
+
 def device_mismatch(op_name, a, b) -> DeviceMismatchError:
     return DeviceMismatchError(
         f"{op_name}: expected all tensors to be on the same device, but found at least two devices, "
@@ -124,6 +136,8 @@ class Op(Node):
                 elif d is not device and d.key != device.key:
                     raise device_mismatch(cls.name_, device, d)
                 arrays.append(t._data)
+                if t._base is not None and t._vc[0] != t._vv:
+                    _refresh_view(t)
                 if t._requires_grad:
                     requires = True
             else:

@@ -127,6 +127,8 @@ def _rebase(self, result):
         self.grad_fn, self._requires_grad, self._output_nr = fresh.grad_fn, True, 0
     else:
         self.grad_fn, self._requires_grad, self._output_nr = result.grad_fn, result._requires_grad, result._output_nr
+    if base is not None:
+        self._vv = self._vc[0]
 
 
 def _tensors(*xs):
