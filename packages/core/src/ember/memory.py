@@ -4,7 +4,8 @@ Every tensor that owns its data counts its ``nbytes`` on its device while it
 lives; views share their base's memory and add nothing. ``'cpu'`` and
 ``'cpu:0'`` are the same device here. ``device=None`` means the CPU.
 
->>> import ember
+>>> import gc, ember
+>>> _ = gc.collect()  # tensors kept only by reference cycles go at the next collection
 >>> before = ember.memory_allocated()
 >>> x = ember.zeros(1000)
 >>> ember.memory_allocated() - before

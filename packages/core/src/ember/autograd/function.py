@@ -197,14 +197,14 @@ class Op(Node):
                     o.grad_fn = ctx
                     o._output_nr = i
             if cls.saves_output:
-                ctx._out = outs
-                ctx._out_versions = tuple(o._vc[0] for o in outs)
+                ctx._out = tuple((o._data, o._vc, o._vc[0]) for o in outs)
+                ctx._out_device = device
             return outs
         res._requires_grad = True
         res.grad_fn = ctx
         if cls.saves_output:
-            ctx._out = (res,)
-            ctx._out_versions = (0,)
+            ctx._out = ((out, res._vc, 0),)  # the array, not the tensor: no reference cycle via grad_fn
+            ctx._out_device = device
         return res
 
     @property
@@ -213,12 +213,14 @@ class Op(Node):
         if self._freed:
             raise RuntimeError(FREED_MSG)
         outs = []
-        for i, (o, v) in enumerate(zip(self._out, self._out_versions)):
-            if o._vc[0] != v:
-                raise RuntimeError(_version_error(self, o, v))
-            t = Tensor._make_alias(o)
+        device = self._out_device
+        for i, (data, vc, version) in enumerate(self._out):
+            t = Tensor._make_view(_Storage(data, device, vc), data)
+            t._base = None
             if STATE.enabled:
                 t._requires_grad, t.grad_fn, t._output_nr = True, self, i
+            if vc[0] != version:
+                raise RuntimeError(_version_error(self, t, version))
             outs.append(t)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -233,6 +235,17 @@ class Op(Node):
             grads = [g if g is not None else _zeros(meta) for g, meta in zip(grads, self._out_meta)]
         res = self.backward(self, *grads)
         return res if isinstance(res, tuple) else (res,)
+
+
+class _Storage:
+    """What ``Tensor._make_view`` needs of a base, for rebuilding a saved output from its array."""
+
+    __slots__ = ("_data", "_device", "_dtype", "_vc", "_base", "_view_of")
+
+    def __init__(self, data, device, vc):
+        self._data, self._device, self._vc = data, device, vc
+        self._dtype = device.backend.from_native[data.dtype]
+        self._base = self._view_of = None
 
 
 def _zeros(meta):
