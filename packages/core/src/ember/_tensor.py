@@ -34,28 +34,25 @@ class Tensor:
     __slots__ = ("_data", "_device", "_dtype", "_requires_grad", "grad_fn", "_output_nr", "_grad", "_vc",
                  "_base", "_hooks", "_post_acc_hooks", "_grad_acc", "_nbytes", "_view_of", "_vv", "__weakref__")
 
-    def __init__(self, *args, device=None):
-        from .ops.creation import _legacy_tensor_init
-        _legacy_tensor_init(self, args, device)
+    def __new__(cls, *args, device=None):
+        from .ops.creation import legacy_tensor_data
+        return cls._make(*legacy_tensor_data(args, device))
 
     # -- construction (internal) ----------------------------------------------
     @classmethod
     def _make(cls, data, device, dtype=None):
         """Wrap a backend array that this tensor owns (memory is counted for ``device``)."""
-        return object.__new__(cls)._init(data, device, dtype)
-
-    def _init(t, data, device, dtype=None):  # noqa: N805 - shared by _make and Tensor(...)
+        t = object.__new__(cls)
         t._data = data
         t._device = device
-        t._dtype = dtype or (device._backend or device.backend).from_native[data.dtype]
+        if dtype is None:
+            dtype = (device._backend or device.backend).from_native[data.dtype]
+        t._dtype = dtype
         t._requires_grad = False
-        t.grad_fn = None
+        t.grad_fn = t._grad = t._base = t._hooks = t._post_acc_hooks = t._grad_acc = t._view_of = None
         t._output_nr = 0
-        t._grad = None
         t._vc = [0]
-        t._base = None
-        t._hooks = t._post_acc_hooks = t._grad_acc = t._view_of = None
-        n = t._nbytes = data.size * t._dtype.itemsize
+        n = t._nbytes = data.size * dtype.itemsize
         mem = device.mem
         mem[0] += n
         if mem[0] > mem[1]:

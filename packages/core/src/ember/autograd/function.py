@@ -106,6 +106,7 @@ class Op(Node):
         if "backward_name" not in cls.__dict__:
             cls.backward_name = f"{cls.__name__}Backward0"
         cls._kernels = {}
+        cls._plain = not (cls.moves_device or cls.is_view or cls.multi_output)
         _OP_CLASSES.append(cls)
 
     @staticmethod
@@ -159,30 +160,41 @@ class Op(Node):
             if mismatch is not None:
                 raise mismatch from None
             raise
-        if cls.moves_device:
-            device = ctx.out_device
-        if cls.is_view:
-            res = Tensor._make_view(inputs[0], out, (cls, attrs))
-        elif not cls.multi_output:
+        if cls._plain:
             res = Tensor._make(out, device)
-        if not (requires and STATE.enabled):
-            if cls.multi_output:
-                return tuple(Tensor._make(o, device) for o in out)
-            return res
-        if not cls.multi_output and res._dtype.category != 2:
-            return res  # bool and integer results never require grad
+            if not requires or not STATE.enabled or res._dtype.category != 2:
+                return res  # nothing to record (bool and integer results never require grad)
+        else:
+            if cls.moves_device:
+                device = ctx.out_device
+            if cls.is_view:
+                res = Tensor._make_view(inputs[0], out, (cls, attrs))
+            elif not cls.multi_output:
+                res = Tensor._make(out, device)
+            if not (requires and STATE.enabled):
+                if cls.multi_output:
+                    return tuple(Tensor._make(o, device) for o in out)
+                return res
+            if not cls.multi_output and res._dtype.category != 2:
+                return res
         edges = []
         needs = []
+        shapes = []
         for t in inputs:
-            if isinstance(t, Tensor) and t._requires_grad:
-                fn = t.grad_fn
-                edges.append((fn, t._output_nr) if fn is not None else (t._grad_accumulator(), 0))
-                needs.append(True)
+            if isinstance(t, Tensor):
+                shapes.append(t._data.shape)
+                if t._requires_grad:
+                    fn = t.grad_fn
+                    edges.append((fn, t._output_nr) if fn is not None else (t._grad_accumulator(), 0))
+                    needs.append(True)
+                    continue
             else:
-                edges.append(_NO_EDGE)
-                needs.append(False)
+                shapes.append(None)
+            edges.append(_NO_EDGE)
+            needs.append(False)
         ctx.next_functions = tuple(edges)
         ctx.needs_input_grad = tuple(needs)
+        ctx.in_shapes = shapes
         ctx.seq = next(_seq)
         if cls.saves_inputs:
             ctx.save_for_backward(*inputs)

@@ -19,15 +19,16 @@ import numpy as np
 from .. import _dtype as dt
 from .._plugins import hookimpl
 from .backend import Backend
+from .numpy_namespace import xp
 
 _DTYPES = {d: np.dtype(ml_dtypes.bfloat16 if d is dt.bfloat16 else d.name) for d in dt.ALL_DTYPES}
 
 
 class CPUBackend(Backend):
-    """NumPy arrays in host memory; ``xp`` is NumPy itself."""
+    """NumPy arrays in host memory; ``xp`` is NumPy with a few faster functions (``numpy_namespace``)."""
 
     name = "cpu"
-    xp = np
+    xp = xp
     dtypes = _DTYPES
 
     def __init__(self):

@@ -17,20 +17,19 @@ __all__ = ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_d
            "remainder", "fmod", "pow", "neg", "negative", "rsub"]
 
 
-def _shape(x):
-    return x.shape if isinstance(x, Tensor) else None
-
-
 class Add(Op):
+    alpha = 1
+
     @staticmethod
     def forward(ctx, xp, a, b, alpha=1):
+        if alpha == 1:
+            return xp.add(a, b)
         ctx.alpha = alpha
-        ctx.shapes = (getattr(a, "shape", None), getattr(b, "shape", None))
-        return xp.add(a, b) if alpha == 1 else xp.add(a, b * alpha)
+        return xp.add(a, b * alpha)
 
     @staticmethod
     def backward(ctx, g):
-        sa, sb = ctx.shapes
+        sa, sb = ctx.in_shapes
         ga = sum_to(g, sa) if ctx.needs_input_grad[0] else None
         gb = None
         if ctx.needs_input_grad[1]:
@@ -39,15 +38,18 @@ class Add(Op):
 
 
 class Sub(Op):
+    alpha = 1
+
     @staticmethod
     def forward(ctx, xp, a, b, alpha=1):
+        if alpha == 1:
+            return xp.subtract(a, b)
         ctx.alpha = alpha
-        ctx.shapes = (getattr(a, "shape", None), getattr(b, "shape", None))
-        return xp.subtract(a, b) if alpha == 1 else xp.subtract(a, b * alpha)
+        return xp.subtract(a, b * alpha)
 
     @staticmethod
     def backward(ctx, g):
-        sa, sb = ctx.shapes
+        sa, sb = ctx.in_shapes
         ga = sum_to(g, sa) if ctx.needs_input_grad[0] else None
         gb = sum_to(-g if ctx.alpha == 1 else g * -ctx.alpha, sb) if ctx.needs_input_grad[1] else None
         return ga, gb

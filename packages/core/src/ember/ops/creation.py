@@ -246,7 +246,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
     return _finish(data, device, dtype, requires_grad)
 
 
-def _legacy_tensor_init(self, args, device, dtype=dt.float32):
+def legacy_tensor_data(args, device, dtype=dt.float32):
     """``ember.Tensor(data)`` (a copy of data as ``dtype``) or ``ember.Tensor(2, 3)`` (uninitialised)."""
     device = as_device(device)
     backend = device.backend
@@ -260,7 +260,7 @@ def _legacy_tensor_init(self, args, device, dtype=dt.float32):
         data = backend.asarray(_to_numpy_data(args[0]), dtype, device)
     else:
         raise TypeError(f"Tensor(): expected sizes (ints) or one data argument, got {args!r}")
-    self._init(data, device, dtype)
+    return data, device, dtype
 
 
 class _LegacyTensorType(type):
@@ -272,9 +272,7 @@ class _LegacyTensorType(type):
 
 def _legacy_type(name, dtype):
     def __new__(cls, *args, device=None):
-        t = object.__new__(Tensor)
-        _legacy_tensor_init(t, args, device, dtype)
-        return t
+        return Tensor._make(*legacy_tensor_data(args, device, dtype))
     doc = (f"PyTorch's legacy constructor: ``ember.{name}([1, 2])`` copies data as {dtype!r}, "
            f"``ember.{name}(2, 3)`` is uninitialised. Prefer ``ember.tensor(data, dtype={dtype!r})``.")
     return _LegacyTensorType(name, (), {"__new__": __new__, "dtype": dtype, "__doc__": doc, "__module__": "ember"})
