@@ -304,14 +304,6 @@ class Tensor:
             self._post_acc_hooks = {}
         return add_hook(self._post_acc_hooks, hook)
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Compute the gradient of this tensor w.r.t. the leaves and add it into their ``.grad``.
-
-        ``gradient`` is required unless the tensor has one element.
-        """
-        from . import autograd
-        autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
-
     # -- Python protocol -------------------------------------------------------
     def item(self):
         """The value of a one-element tensor as a Python number."""

@@ -67,6 +67,29 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     engine.run_backward(tensors, grads, retain_graph, create_graph)
 
 
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Compute the gradient of this tensor w.r.t. the graph leaves and add it into their ``.grad``.
+
+    ``gradient`` is required unless the tensor has one element.
+
+    >>> import ember
+    >>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad
+    tensor([2., 4.])
+    """
+    if gradient is None and inputs is None and not create_graph and self._data.size == 1 \
+            and self._dtype.category == 2 and self._requires_grad:  # the common case, kept short
+        g = Tensor._make(self._device.backend.xp.ones(self._data.shape, dtype=self._data.dtype), self._device,
+                         self._dtype)
+        engine.run_backward((self,), (g,), bool(retain_graph), False)
+        return
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+Tensor.backward = _tensor_backward
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=None,
          materialize_grads=False):
     """Gradients of ``outputs`` w.r.t. ``inputs``, returned as a tuple (``.grad`` is left alone).

@@ -97,8 +97,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     STATE.enabled = create_graph
     try:
         while heap:
-            _, _, node = heapq.heappop(heap)
-            if deps.get(node, 0):
+            node = heapq.heappop(heap)[2]
+            if deps.get(node):
                 continue  # still waiting for gradients from later nodes
             grads = buffers.pop(node)
             if node._tensor_hooks or node._pre_hooks or node._retained:
@@ -146,7 +146,12 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     buffers[nxt] = [None] * _n_outputs(nxt)
                 left = deps[nxt] = deps[nxt] - 1
                 if left == 0:
-                    heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
+                    if type(nxt) is AccumulateGrad and capture is None and not nxt._pre_hooks:
+                        g = buffers.pop(nxt)[0]  # a leaf: accumulate now rather than queue it
+                        if g is not None:
+                            nxt.accumulate(g, create_graph)
+                    else:
+                        heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
     finally:
         STATE.enabled = prev_enabled
     if inputs is not None:

@@ -180,9 +180,11 @@ class Op(Node):
         edges = []
         needs = []
         shapes = []
+        versions = []
         for t in inputs:
             if isinstance(t, Tensor):
                 shapes.append(t._data.shape)
+                versions.append(t._vc[0])
                 if t._requires_grad:
                     fn = t.grad_fn
                     edges.append((fn, t._output_nr) if fn is not None else (t._grad_accumulator(), 0))
@@ -190,14 +192,16 @@ class Op(Node):
                     continue
             else:
                 shapes.append(None)
+                versions.append(None)
             edges.append(_NO_EDGE)
             needs.append(False)
         ctx.next_functions = tuple(edges)
-        ctx.needs_input_grad = tuple(needs)
+        ctx.needs_input_grad = needs
         ctx.in_shapes = shapes
         ctx.seq = next(_seq)
         if cls.saves_inputs:
-            ctx.save_for_backward(*inputs)
+            ctx._saved = inputs
+            ctx._saved_versions = versions
         if anomaly.ENABLED:
             anomaly.record_forward(ctx)
         if cls.multi_output:

@@ -66,6 +66,8 @@ class Mul(Op):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         need = ctx.needs_input_grad
+        if a is b:  # x * x: one product instead of two and their sum
+            return g * a * 2, None
         ga = sum_to(g * b, a.shape) if need[0] else None
         gb = sum_to(g * a, b.shape) if need[1] else None
         return ga, gb
