@@ -46,7 +46,9 @@ class Tensor:
         t._data = data
         t._device = device
         if dtype is None:
-            dtype = (device._backend or device.backend).from_native[data.dtype]
+            native = data.dtype
+            hit = _BY_ID.get(id(native))  # hashing a NumPy dtype is slow; its identity is not
+            dtype = hit[1] if hit is not None and hit[0] is native else _lookup_dtype(device, native)
         t._dtype = dtype
         t._requires_grad = False
         t.grad_fn = t._grad = t._base = t._hooks = t._post_acc_hooks = t._grad_acc = t._view_of = None
@@ -65,7 +67,9 @@ class Tensor:
         t = object.__new__(cls)
         t._data = data
         t._device = base._device
-        t._dtype = base._dtype if data.dtype == base._data.dtype else base._device.backend.from_native[data.dtype]
+        native = data.dtype
+        t._dtype = base._dtype if native is base._data.dtype or native == base._data.dtype \
+            else _lookup_dtype(base._device, native)
         t._requires_grad = False
         t.grad_fn = None
         t._output_nr = 0
@@ -389,6 +393,18 @@ class Tensor:
 
 
 Tensor.__module__ = "ember"
+
+
+_BY_ID: dict = {}
+
+
+def _lookup_dtype(device, native):
+    """The ember dtype of a backend's native dtype, remembered by the native object's identity."""
+    backend = device._backend or device.backend
+    dtype = backend.from_native[native]
+    if backend.dtypes.get(dtype) is native:  # a backend's own singleton dtype object: safe to remember
+        _BY_ID[id(native)] = (native, dtype)
+    return dtype
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:
