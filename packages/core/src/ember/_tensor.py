@@ -31,8 +31,19 @@ class Tensor:
     ``ember.tensor(data)``, which infers the dtype.
     """
 
-    __slots__ = ("_data", "_device", "_dtype", "_requires_grad", "grad_fn", "_output_nr", "_grad", "_vc",
-                 "_base", "_hooks", "_post_acc_hooks", "_grad_acc", "_nbytes", "_view_of", "_vv", "__weakref__")
+    # Set on every tensor; the autograd and view state below is set only where it differs from the
+    # class default (most tensors are plain results), which keeps making a tensor cheap.
+    __slots__ = ("_data", "_device", "_dtype", "_vc", "_nbytes", "__dict__", "__weakref__")
+    _requires_grad = False
+    grad_fn = None
+    _output_nr = 0
+    _grad = None
+    _base = None          # the tensor whose storage a view shares
+    _view_of = None       # (view op, attrs[, parent's record]) to replay a view on its base
+    _vv = 0               # version at which a view's history was last set
+    _hooks = None
+    _post_acc_hooks = None
+    _grad_acc = None      # weakref to this leaf's AccumulateGrad node
 
     def __new__(cls, *args, device=None):
         from .ops.creation import legacy_tensor_data
@@ -50,9 +61,6 @@ class Tensor:
             hit = _BY_ID.get(id(native))  # hashing a NumPy dtype is slow; its identity is not
             dtype = hit[1] if hit is not None and hit[0] is native else _lookup_dtype(device, native)
         t._dtype = dtype
-        t._requires_grad = False
-        t.grad_fn = t._grad = t._base = t._hooks = t._post_acc_hooks = t._grad_acc = t._view_of = None
-        t._output_nr = 0
         t._vc = [0]
         n = t._nbytes = data.size * dtype.itemsize
         mem = device.mem
@@ -70,17 +78,13 @@ class Tensor:
         native = data.dtype
         t._dtype = base._dtype if native is base._data.dtype or native == base._data.dtype \
             else _lookup_dtype(base._device, native)
-        t._requires_grad = False
-        t.grad_fn = None
-        t._output_nr = 0
-        t._grad = None
-        t._vc = base._vc
+        t._vc = vc = base._vc
         t._base = base._base if base._base is not None else base
-        t._hooks = t._post_acc_hooks = t._grad_acc = None
-        # a view of a view records the whole chain from the base: (op, attrs, parent's record)
-        t._view_of = view_of if view_of is None or base._view_of is None else view_of + (base._view_of,)
+        if view_of is not None:
+            # a view of a view records the whole chain from the base: (op, attrs, parent's record)
+            t._view_of = view_of if base._view_of is None else view_of + (base._view_of,)
         t._nbytes = 0
-        t._vv = t._vc[0]  # version when this view's history was last set (stale views are refreshed)
+        t._vv = vc[0]
         return t
 
     @classmethod

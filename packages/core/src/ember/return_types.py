@@ -1,4 +1,5 @@
-"""Named tuples that ops return, as ``torch.return_types``: ``max``, ``min`` (``values``, ``indices``).
+"""Named tuples that ops return, as ``torch.return_types``: ``max``, ``min``, ``sort``, ``topk``, ``kthvalue``
+(``values``, ``indices``) and the ``linalg_*`` results of ``ember.linalg``.
 
 >>> import ember
 >>> r = ember.tensor([[1, 5], [7, 2]]).max(dim=1)
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 import collections
 
-__all__ = ["max", "min", "make"]
+__all__ = ["max", "min", "sort", "topk", "kthvalue", "linalg_qr", "linalg_eigh", "linalg_svd", "linalg_slogdet",
+           "make"]
 
 
 def make(name: str, fields=("values", "indices")):
@@ -28,3 +30,10 @@ def make(name: str, fields=("values", "indices")):
 
 max = make("max")  # noqa: A001 - PyTorch's name
 min = make("min")  # noqa: A001
+sort = make("sort")
+topk = make("topk")
+kthvalue = make("kthvalue")
+linalg_qr = make("linalg_qr", ("Q", "R"))
+linalg_eigh = make("linalg_eigh", ("eigenvalues", "eigenvectors"))
+linalg_svd = make("linalg_svd", ("U", "S", "Vh"))
+linalg_slogdet = make("linalg_slogdet", ("sign", "logabsdet"))

@@ -22,20 +22,25 @@ def _root_edge(t, i):
 
 
 def _count_dependencies(roots):
+    """``{node: number of edges into it}`` over the graph reachable from the root nodes."""
     deps = {}
+    stack = []
     seen = set()
-    stack = list(dict.fromkeys(n for n, _ in roots))  # two outputs of one node are one root
-    for n in stack:
-        seen.add(n)
+    for n, _ in roots:
+        if n not in seen:  # two outputs of one node are one root
+            seen.add(n)
+            stack.append(n)
     while stack:
-        node = stack.pop()
-        for nxt, _ in node.next_functions:
+        for nxt, _ in stack.pop().next_functions:
             if nxt is None:
                 continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+            if nxt in deps:
+                deps[nxt] += 1
+            else:
+                deps[nxt] = 1
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
     return deps
 
 

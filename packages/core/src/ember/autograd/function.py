@@ -98,6 +98,8 @@ class Op(Node):
     moves_device = False
     #: the output is a view of the first input: it shares its storage and version counter
     is_view = False
+    #: backward reads ``ctx.in_shapes`` (the inputs' shapes; ``None`` for Python scalars)
+    wants_shapes = False
     _kernels: dict = {}
 
     def __init_subclass__(cls, **kw):
@@ -179,29 +181,22 @@ class Op(Node):
                 return res
         edges = []
         needs = []
-        shapes = []
-        versions = []
         for t in inputs:
-            if isinstance(t, Tensor):
-                shapes.append(t._data.shape)
-                versions.append(t._vc[0])
-                if t._requires_grad:
-                    fn = t.grad_fn
-                    edges.append((fn, t._output_nr) if fn is not None else (t._grad_accumulator(), 0))
-                    needs.append(True)
-                    continue
+            if isinstance(t, Tensor) and t._requires_grad:
+                fn = t.grad_fn
+                edges.append((fn, t._output_nr) if fn is not None else (t._grad_accumulator(), 0))
+                needs.append(True)
             else:
-                shapes.append(None)
-                versions.append(None)
-            edges.append(_NO_EDGE)
-            needs.append(False)
+                edges.append(_NO_EDGE)
+                needs.append(False)
         ctx.next_functions = tuple(edges)
         ctx.needs_input_grad = needs
-        ctx.in_shapes = shapes
         ctx.seq = next(_seq)
         if cls.saves_inputs:
             ctx._saved = inputs
-            ctx._saved_versions = versions
+            ctx._saved_versions = [t._vc[0] if isinstance(t, Tensor) else None for t in inputs]
+        if cls.wants_shapes:
+            ctx.in_shapes = [t._data.shape if isinstance(t, Tensor) else None for t in inputs]
         if anomaly.ENABLED:
             anomaly.record_forward(ctx)
         if cls.multi_output:

@@ -9,17 +9,16 @@ meaningful for functions that do not depend on the sign of the vectors.
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
+from .. import return_types
 from ..autograd.function import Op
 from ._checks import BACKEND_ERRORS, LinAlgError, check_matrix, column_selector, diag_embed, eye_like, tril_mask
 from ._inverse import solve
 
 __all__ = ["cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals"]
 
-QRResult = namedtuple("qr", ["Q", "R"])
-EighResult = namedtuple("eigh", ["eigenvalues", "eigenvectors"])
-SVDResult = namedtuple("svd", ["U", "S", "Vh"])
+QRResult = return_types.linalg_qr
+EighResult = return_types.linalg_eigh
+SVDResult = return_types.linalg_svd
 
 
 def _sym(x):

@@ -1,8 +1,7 @@
 """``inv``, ``det``, ``slogdet`` and ``solve`` (with the top-level ``inverse``, ``det``, ``slogdet``)."""
 from __future__ import annotations
 
-from collections import namedtuple
-
+from .. import return_types
 from ..autograd.function import Op
 from ..ops._common import Tensor, sum_to, tensor_method
 from ..ops.matmul import broadcast_batch
@@ -10,7 +9,7 @@ from ._checks import BACKEND_ERRORS, LinAlgError, check_matrix
 
 __all__ = ["inv", "det", "slogdet", "solve"]
 
-SlogdetResult = namedtuple("slogdet", ["sign", "logabsdet"])
+SlogdetResult = return_types.linalg_slogdet
 
 
 class LinalgInvEx(Op):

@@ -19,6 +19,7 @@ __all__ = ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_d
 
 class Add(Op):
     alpha = 1
+    wants_shapes = True
 
     @staticmethod
     def forward(ctx, xp, a, b, alpha=1):
@@ -39,6 +40,7 @@ class Add(Op):
 
 class Sub(Op):
     alpha = 1
+    wants_shapes = True
 
     @staticmethod
     def forward(ctx, xp, a, b, alpha=1):

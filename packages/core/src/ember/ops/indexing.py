@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..autograd.function import Op
-from ._common import Tensor, tensor_method
+from ._common import Tensor, cast_scalar, tensor_method
 from ._scatter import add_rows, put_rows
 from .slicing import index_view
 
@@ -239,8 +239,7 @@ def _getitem(self, key):
 def _cast_scalar(value, like):
     if isinstance(value, Tensor):
         value = value.item()
-    cat = like._dtype.category
-    return float(value) if cat == 2 else (bool(value) if cat == 0 else int(value))
+    return cast_scalar(value, like)
 
 
 @tensor_method()

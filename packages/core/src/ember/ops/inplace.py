@@ -21,7 +21,7 @@ from __future__ import annotations
 from ..autograd.function import Op, _edge
 from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.node import Node, _seq
-from ._common import Tensor, sum_to, tensor_method
+from ._common import Tensor, cast_scalar, sum_to, tensor_method
 from .gather import index_add, scatter, scatter_add
 from .indexing import index_put, make_plan, put_advanced, split_key
 from .shape import _torch_name, masked_fill
@@ -151,6 +151,8 @@ class Copy(Op):
 
 
 class Fill(Op):
+    backward_name = "FillBackward2"  # PyTorch's name for fill_ with a number
+
     @staticmethod
     def forward(ctx, xp, a, value):
         if hasattr(value, "shape"):
@@ -163,13 +165,12 @@ class Fill(Op):
         return (g * 0 if need[0] else None), (g.sum() if need[1] else None)
 
 
+class FillTensor(Fill):
+    backward_name = "FillBackward3"  # PyTorch's name for fill_ with a 0-d tensor
+
+
 class Zero(Fill):
-    pass
-
-
-def _scalar_for(value, t):
-    cat = t._dtype.category
-    return float(value) if cat == 2 else (bool(value) if cat == 0 else int(value))
+    backward_name = "ZeroBackward0"
 
 
 @tensor_method()
@@ -204,8 +205,8 @@ def fill_(self, value):
         if value._data.ndim:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
-        return apply_inplace(self, lambda cur: Fill.apply(cur, value.to(device=cur._device)), (value,))
-    value = _scalar_for(value, self)
+        return apply_inplace(self, lambda cur: FillTensor.apply(cur, value.to(device=cur._device)), (value,))
+    value = cast_scalar(value, self)
     if not (STATE.enabled and self._requires_grad):
         _check_target(self, False)
         self._data[...] = value
@@ -224,7 +225,7 @@ def zero_(self):
     """
     if not (STATE.enabled and self._requires_grad):
         return fill_(self, 0)
-    return apply_inplace(self, lambda cur: Zero.apply(cur, _scalar_for(0, cur)))
+    return apply_inplace(self, lambda cur: Zero.apply(cur, cast_scalar(0, cur)))
 
 
 # -- arithmetic -----------------------------------------------------------------------

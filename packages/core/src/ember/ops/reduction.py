@@ -50,8 +50,6 @@ class Sum(Op):
     @staticmethod
     def forward(ctx, xp, a, dims=None, keepdim=False, dtype=None):
         ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
-        if a.dtype == xp.bool:  # the array API sums numbers only
-            a = xp.astype(a, dtype or xp.int64)
         return xp.sum(a, axis=dims, keepdims=keepdim, dtype=dtype)
 
     @staticmethod
@@ -90,6 +88,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - PyTorch'
     dims = norm_dims(dim, input._data.ndim)
     if dtype is None and input._dtype.category < 2:
         dtype = dt.int64
+    if input._dtype is dt.bool_:
+        input = input.to(dtype)  # the array API sums numbers only
     nat = None if dtype is None else input._device.backend.native_dtype(dtype)
     op = Sum if dim is None else SumDim
     if nat is None:

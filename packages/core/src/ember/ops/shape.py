@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .. import _dtype as dt
 from ..autograd.function import Op
-from ._common import Tensor, promote, sum_to, tensor_method, wrap_dim
+from ._common import Tensor, cast_scalar, promote, sum_to, tensor_method, wrap_dim
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "flip", "fliplr", "flipud", "roll",
            "tile", "tril", "triu", "where", "nonzero", "masked_fill"]
@@ -459,6 +459,10 @@ class MaskedFill(Op):
         return ga, None, gv
 
 
+class MaskedFillTensor(MaskedFill):
+    backward_name = "MaskedFillBackward1"  # PyTorch's name when the value is a tensor
+
+
 @tensor_method()
 def masked_fill(input, mask, value):
     """``input`` with ``value`` (a number or a 0-d tensor) where the boolean ``mask`` (broadcast) is True.
@@ -480,13 +484,9 @@ def masked_fill(input, mask, value):
         raise TypeError(f"masked_fill(): argument 'value' must be a number or a 0-d Tensor, not "
                         f"{type(value).__name__}")
     else:
-        value = _cast_scalar(value, input)
-    return MaskedFill.apply(input, mask, value)
+        value = cast_scalar(value, input)
+        return MaskedFill.apply(input, mask, value)
+    return MaskedFillTensor.apply(input, mask, value)
 
 
-def _cast_scalar(value, like):
-    cat = like._dtype.category
-    if cat < 2 and isinstance(value, float) and not value.is_integer():
-        raise RuntimeError(f"value cannot be converted to type {like._dtype.name} without overflow")
-    return float(value) if cat == 2 else (bool(value) if cat == 0 else int(value))
 

@@ -62,6 +62,10 @@ class Split(BasicIndex):
     pass
 
 
+class SplitWithSizes(BasicIndex):
+    pass
+
+
 class BasicIndexBackward(Op):
     """Zeros of ``shape`` with ``g`` written at ``key`` (the adjoint of :class:`BasicIndex`)."""
 
@@ -245,9 +249,10 @@ def split(tensor, split_size_or_sections, dim=0):
         if sum(sizes) != n or any(s < 0 for s in sizes):
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
                                f"dimension {d}), but got split_sizes={sizes}")
+    op = Split if isinstance(split_size_or_sections, int) else SplitWithSizes
     out, start = [], 0
     for s in sizes:
-        out.append(Split.apply(tensor, key=_slice_key(shape, d, start, start + s)))
+        out.append(op.apply(tensor, key=_slice_key(shape, d, start, start + s)))
         start += s
     return tuple(out)
 

@@ -6,22 +6,23 @@ sorted values goes back to the positions they came from.
 
 >>> import ember
 >>> ember.sort(ember.tensor([3., 1., 2.]))
-sort(values=tensor([1., 2., 3.]), indices=tensor([1, 2, 0]))
+ember.return_types.sort(
+values=tensor([1., 2., 3.]),
+indices=tensor([1, 2, 0]))
 >>> ember.topk(ember.tensor([3., 1., 2.]), 2).indices
 tensor([0, 2])
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
+from .. import return_types
 from ..autograd.function import Op
 from ._common import Tensor, tensor_method, wrap_dim
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique"]
 
-SortResult = namedtuple("sort", ["values", "indices"])
-TopkResult = namedtuple("topk", ["values", "indices"])
-KthvalueResult = namedtuple("kthvalue", ["values", "indices"])
+SortResult = return_types.sort
+TopkResult = return_types.topk
+KthvalueResult = return_types.kthvalue
 
 
 def _argsort(xp, a, axis, descending):
@@ -193,7 +194,9 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's
 
     >>> import ember
     >>> ember.topk(ember.tensor([1., 5., 3.]), 2)
-    topk(values=tensor([5., 3.]), indices=tensor([1, 2]))
+    ember.return_types.topk(
+    values=tensor([5., 3.]),
+    indices=tensor([1, 2]))
     """
     _check_sortable("topk", input)
     dim = wrap_dim(dim, input.ndim)
@@ -209,7 +212,9 @@ def kthvalue(input, k, dim=-1, keepdim=False):
 
     >>> import ember
     >>> ember.kthvalue(ember.tensor([3., 1., 2.]), 2)
-    kthvalue(values=tensor(2.), indices=tensor(2))
+    ember.return_types.kthvalue(
+    values=tensor(2.),
+    indices=tensor(2))
     """
     _check_sortable("kthvalue", input)
     if input.ndim == 0:
