@@ -18,6 +18,19 @@ def tensor_method(*names):
     return deco
 
 
+def array_op(name: str, xp_function: str):
+    """A non-differentiable op class ``name`` whose forward is ``xp.<xp_function>(*arrays)``.
+
+    For the tables of comparisons and bit operations, where each op is just a
+    call into the array namespace.
+    """
+    from ..autograd.function import Op
+
+    def forward(ctx, xp, *arrays):
+        return getattr(xp, xp_function)(*arrays)
+    return type(name, (Op,), {"forward": staticmethod(forward), "__doc__": f"``xp.{xp_function}``"})
+
+
 def promote(a, b):
     """``a`` and ``b`` (tensors or Python scalars) brought to their PyTorch result dtype.
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .. import _dtype as dt
 from ..autograd.function import Op
-from ._common import Tensor, promote, tensor_method
+from ._common import Tensor, array_op, promote, tensor_method
 from .pointwise import not_implemented_for
 
 __all__ = ["logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
@@ -98,35 +98,11 @@ def logical_not(input):
 
 
 # -- bitwise ----------------------------------------------------------------------------------------------------
-class BitwiseAnd(Op):
-    @staticmethod
-    def forward(ctx, xp, a, b):
-        return xp.bitwise_and(a, b)
-
-
-class BitwiseOr(Op):
-    @staticmethod
-    def forward(ctx, xp, a, b):
-        return xp.bitwise_or(a, b)
-
-
-class BitwiseXor(Op):
-    @staticmethod
-    def forward(ctx, xp, a, b):
-        return xp.bitwise_xor(a, b)
-
-
-class BitwiseLeftShift(Op):
-    @staticmethod
-    def forward(ctx, xp, a, b):
-        return xp.bitwise_left_shift(a, b)
-
-
-class BitwiseRightShift(Op):
-    @staticmethod
-    def forward(ctx, xp, a, b):
-        return xp.bitwise_right_shift(a, b)
-
+BitwiseAnd = array_op("BitwiseAnd", "bitwise_and")
+BitwiseOr = array_op("BitwiseOr", "bitwise_or")
+BitwiseXor = array_op("BitwiseXor", "bitwise_xor")
+BitwiseLeftShift = array_op("BitwiseLeftShift", "bitwise_left_shift")
+BitwiseRightShift = array_op("BitwiseRightShift", "bitwise_right_shift")
 
 class BitwiseNot(Op):
     @staticmethod

@@ -12,47 +12,18 @@ True
 from __future__ import annotations
 
 from ..autograd.function import Op
-from ._common import Tensor, promote
+from ._common import Tensor, array_op, promote
 
 __all__ = ["eq", "ne", "gt", "ge", "lt", "le", "greater", "greater_equal", "less", "less_equal", "not_equal",
            "isclose", "allclose", "equal"]
 
 
-class Eq(Op):
-    @staticmethod
-    def forward(ctx, xp, a, b):
-        return xp.equal(a, b)
-
-
-class Ne(Op):
-    @staticmethod
-    def forward(ctx, xp, a, b):
-        return xp.not_equal(a, b)
-
-
-class Gt(Op):
-    @staticmethod
-    def forward(ctx, xp, a, b):
-        return xp.greater(a, b)
-
-
-class Ge(Op):
-    @staticmethod
-    def forward(ctx, xp, a, b):
-        return xp.greater_equal(a, b)
-
-
-class Lt(Op):
-    @staticmethod
-    def forward(ctx, xp, a, b):
-        return xp.less(a, b)
-
-
-class Le(Op):
-    @staticmethod
-    def forward(ctx, xp, a, b):
-        return xp.less_equal(a, b)
-
+Eq = array_op("Eq", "equal")
+Ne = array_op("Ne", "not_equal")
+Gt = array_op("Gt", "greater")
+Ge = array_op("Ge", "greater_equal")
+Lt = array_op("Lt", "less")
+Le = array_op("Le", "less_equal")
 
 _NUMBERS = (int, float, bool)
 

@@ -63,23 +63,13 @@ class Mm(Op):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         need = ctx.needs_input_grad
-        return (Mm.apply(g, b.mT) if need[0] else None,
-                Mm.apply(a.mT, g) if need[1] else None)
+        op = type(ctx)  # Mm or Bmm
+        return (op.apply(g, b.mT) if need[0] else None,
+                op.apply(a.mT, g) if need[1] else None)
 
 
-class Bmm(Op):
-    saves_inputs = True
-
-    @staticmethod
-    def forward(ctx, xp, a, b):
-        return xp.matmul(a, b)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        return (Bmm.apply(g, b.mT) if need[0] else None,
-                Bmm.apply(a.mT, g) if need[1] else None)
+class Bmm(Mm):
+    """Batched ``mm`` (3-D operands); only its name differs."""
 
 
 class Mv(Op):
