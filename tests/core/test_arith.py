@@ -137,3 +137,19 @@ def test_broadcast_gradients_reduce_to_input_shapes(shapes):
         if s == 1:
             summed = summed.sum(axis=i, keepdims=True)
     np.testing.assert_allclose(b.grad.numpy(), summed.reshape(b.shape), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("fn, names", [(lambda x, y: x % y, ("RemainderBackward1", "RemainderBackward0")),
+                                       (ember.fmod, ("FmodBackward1", "FmodBackward0"))])
+def test_remainder_and_fmod_gradients_reach_both_sides_and_broadcast(device, fn, names):
+    a = ember.tensor([[5.3], [7.1], [-3.7]], dtype=ember.float64, device=device, requires_grad=True)
+    b = ember.tensor([2.2, 3.1, -4.3, 2.6], dtype=ember.float64, device=device, requires_grad=True)
+    assert ember.autograd.gradcheck(fn, (a, b))
+    assert fn(a, b).grad_fn.name() == names[0]
+    assert fn(a, 2.0).grad_fn.name() == names[1]
+
+
+def test_integer_scalars_out_of_range_wrap_like_c():
+    assert (ember.tensor([1, 2], dtype=ember.int8) + 300).tolist() == [45, 46]
+    assert (ember.tensor([250], dtype=ember.uint8) + 10).tolist() == [4]
+    assert (ember.tensor([1], dtype=ember.int16) * 70000).dtype == ember.int16

@@ -162,8 +162,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     if inputs is not None:
         for i, r in enumerate(results):
             if r is None and not allow_unused:
-                raise RuntimeError(f"One of the differentiated Tensors (input {i}) appears to not have been used "
-                                   "in the graph. Set allow_unused=True if this is the desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
+                                   "graph. Set allow_unused=True if this is the desired behavior.")
         return tuple(results)
     return None
 

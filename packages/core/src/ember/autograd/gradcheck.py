@@ -38,7 +38,9 @@ def _numerical_jacobian(fn, inputs, i, eps):
     for k in range(base.size):
         plus, minus = outputs_at(eps, k), outputs_at(-eps, k)
         cols.append(np.concatenate([(p - m) / (2 * eps) for p, m in zip(plus, minus)]))
-    return np.stack(cols, axis=1) if cols else np.zeros((0, 0))
+    if not cols:  # an empty input: no columns, one row per output element
+        return np.zeros((sum(o.numel() for o in _outputs(fn, inputs)), 0))
+    return np.stack(cols, axis=1)
 
 
 def _analytical_jacobians(fn, inputs, diff):

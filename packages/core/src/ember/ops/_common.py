@@ -18,6 +18,10 @@ def tensor_method(*names):
     return deco
 
 
+_INT_RANGES = {d: (-(1 << (8 * d.itemsize - 1)) if d.is_signed else 0, 1 << (8 * d.itemsize))
+               for d in (dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64)}
+
+
 def array_op(name: str, xp_function: str):
     """A non-differentiable op class ``name`` whose forward is ``xp.<xp_function>(*arrays)``.
 
@@ -55,6 +59,9 @@ def promote(a, b):
         s = float(s)
     elif t._dtype is not dt.bool_:
         s = int(s)
+        low, span = _INT_RANGES[t._dtype]
+        if not low <= s < low + span:
+            s = (s - low) % span + low  # wraps around, as the C integer arithmetic PyTorch does
     return (t, s) if ta else (s, t)
 
 

@@ -15,6 +15,12 @@ def _at(xp, ufunc_name):
     return getattr(getattr(xp, ufunc_name, None), "at", None)
 
 
+def _backend_name(xp):
+    """The name of the registered backend whose array namespace is ``xp`` (for error messages)."""
+    from .._plugins import backends
+    return next((name for name, (backend, _) in backends().items() if backend.xp is xp), getattr(xp, "__name__", xp))
+
+
 def _onehot(xp, n, idx, dtype):
     rows = xp.reshape(xp.arange(n, dtype=idx.dtype), (-1, 1))
     return xp.astype(rows == xp.reshape(idx, (1, -1)), dtype)
@@ -66,8 +72,8 @@ def mul_rows(xp, base, idx, src, op_name="scatter"):
     """A copy of ``base`` with rows ``idx`` multiplied by the rows of ``src`` (NumPy-like backends only)."""
     at = _at(xp, "multiply")
     if at is None:
-        raise UnsupportedOpError(f"op {op_name!r} with reduce='multiply' is not supported by this backend "
-                                 "(its array namespace has no multiply.at)")
+        raise UnsupportedOpError(f"op {op_name!r} with reduce='multiply' is not supported by backend "
+                                 f"{_backend_name(xp)!r} (its array namespace has no multiply.at)")
     out = xp.asarray(base, copy=True)
     at(out, idx, src)
     return out

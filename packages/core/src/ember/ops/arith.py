@@ -135,17 +135,31 @@ class FloorDivide(Op):
 
 
 class Remainder(Op):
+    """``a - floor(a / b) * b``: d/da is 1 almost everywhere, d/db is ``-floor(a / b)``."""
+
+    backward_name = "RemainderBackward1"
+    saves_inputs = True
+    rounding = "floor"
+
     @staticmethod
     def forward(ctx, xp, a, b):
         return xp.remainder(a, b)
 
     @staticmethod
     def backward(ctx, g):
-        # d/da (a - floor(a/b)*b) = 1 almost everywhere; d/db is -floor(a/b)
-        return g, None
+        a, b = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        ga = sum_to(g, a.shape) if need[0] else None
+        gb = sum_to(-g * getattr(a / b, ctx.rounding)(), b.shape) if need[1] else None
+        return ga, gb
 
 
-class Fmod(Op):
+class Fmod(Remainder):
+    """``a - trunc(a / b) * b`` (the sign of ``a``)."""
+
+    backward_name = "FmodBackward1"
+    rounding = "trunc"
+
     @staticmethod
     def forward(ctx, xp, a, b):
         if hasattr(xp, "fmod"):
@@ -153,9 +167,17 @@ class Fmod(Op):
         r = xp.remainder(a, b)  # floor modulus (sign of b); fmod has the sign of a
         return xp.where((r != 0) & ((r < 0) != (a < 0)), r - b, r)
 
-    @staticmethod
-    def backward(ctx, g):
-        return g, None
+
+class RemainderScalar(Remainder):
+    """``remainder`` by a number (PyTorch names it differently)."""
+
+    name_ = "remainder"
+    backward_name = "RemainderBackward0"
+
+
+class FmodScalar(Fmod):
+    name_ = "fmod"
+    backward_name = "FmodBackward0"
 
 
 @tensor_method("add", "__add__")
@@ -252,7 +274,7 @@ def _rfloordiv(self, other):
 def remainder(input, other):
     """Python-style modulus (the result has the sign of ``other``)."""
     a, b = promote(input, other)
-    return Remainder.apply(a, b)
+    return (Remainder if isinstance(b, Tensor) else RemainderScalar).apply(a, b)
 
 
 @tensor_method("__rmod__")
@@ -264,7 +286,7 @@ def _rmod(self, other):
 def fmod(input, other):
     """C-style modulus (the result has the sign of ``input``)."""
     a, b = promote(input, other)
-    return Fmod.apply(a, b)
+    return (Fmod if isinstance(b, Tensor) else FmodScalar).apply(a, b)
 
 
 @tensor_method("pow", "__pow__")

@@ -28,7 +28,7 @@ from .shape import _torch_name, masked_fill
 from .slicing import index_view
 from .view import _byte_strides, replay_view
 
-__all__ = ["apply_inplace"]
+__all__ = ["apply_inplace", "fill_", "zero_", "clamp_", "index_put_"]  # torch.fill_(t, v) etc. exist too
 
 LEAF_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF_MSG = "a view of a leaf Variable that requires grad is being used in an in-place operation."
