@@ -43,7 +43,7 @@ class Tensor:
     _vv = 0               # version at which a view's history was last set
     _hooks = None
     _post_acc_hooks = None
-    _grad_acc = None      # weakref to this leaf's AccumulateGrad node
+    _grad_acc = None      # this leaf's AccumulateGrad node (which refers back to it weakly)
 
     def __new__(cls, *args, device=None):
         from .ops.creation import legacy_tensor_data
@@ -255,10 +255,9 @@ class Tensor:
         return self
 
     def _grad_accumulator(self):
-        acc = self._grad_acc() if self._grad_acc is not None else None
+        acc = self._grad_acc
         if acc is None:
-            acc = AccumulateGrad(self)
-            self._grad_acc = weakref.ref(acc)
+            acc = self._grad_acc = AccumulateGrad(self)
         return acc
 
     def retain_grad(self) -> None:

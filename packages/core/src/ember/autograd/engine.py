@@ -140,8 +140,10 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 if nxt is None:
                     continue
                 if g is not None:
-                    if type(nxt) is AccumulateGrad and g._dtype is not nxt.variable._dtype:
-                        g = g.to(nxt.variable._dtype)  # as PyTorch's engine: grads match their input's dtype
+                    if type(nxt) is AccumulateGrad:
+                        leaf = nxt._ref()
+                        if leaf is not None and g._dtype is not leaf._dtype:
+                            g = g.to(leaf._dtype)  # as PyTorch's engine: grads match their input's dtype
                     buf = buffers.get(nxt)
                     if buf is None:
                         meta = nxt._out_meta

@@ -7,6 +7,7 @@ and hooks. Built-in ops are nodes too (``ember.autograd.function.Op``).
 from __future__ import annotations
 
 import itertools
+import weakref
 
 from .hooks import add_hook
 
@@ -109,11 +110,20 @@ class AccumulateGrad(Node):
     backward_name = "AccumulateGrad"
 
     def __init__(self, variable):
-        self.variable = variable
+        # The leaf holds this node; the node holds the leaf weakly, so neither keeps the other alive in a
+        # cycle. A leaf that is gone has no .grad anyone could read, so nothing is lost.
+        self._ref = weakref.ref(variable)
         self.seq = next(_seq)
 
+    @property
+    def variable(self):
+        """The leaf tensor (``None`` once it has been freed)."""
+        return self._ref()
+
     def accumulate(self, grad, create_graph: bool) -> None:
-        leaf = self.variable
+        leaf = self._ref()
+        if leaf is None:
+            return
         if leaf._hooks:
             for hook in tuple(leaf._hooks.values()):
                 new = hook(grad)
