@@ -81,6 +81,16 @@ def _min(x, /, *, axis=None, keepdims=False):
     return x.min(axis=axis, keepdims=keepdims)
 
 
-for _name, _fn in (("sum", _sum), ("mean", _mean), ("broadcast_to", _broadcast_to), ("reshape", _reshape),
+def _full(shape, fill_value, *, dtype=None, device=None):
+    out = np.empty(shape, dtype=dtype if dtype is not None else np.result_type(fill_value))
+    out.fill(fill_value)
+    return out
+
+
+def _ones(shape, *, dtype=None, device=None):
+    return _full(shape, 1, dtype=dtype if dtype is not None else np.float64)
+
+
+for _name, _fn in (("full", _full), ("ones", _ones), ("sum", _sum), ("mean", _mean), ("broadcast_to", _broadcast_to), ("reshape", _reshape),
                    ("permute_dims", _permute_dims), ("astype", _astype), ("max", _max), ("min", _min)):
     setattr(xp, _name, _fn)
