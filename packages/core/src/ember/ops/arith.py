@@ -18,43 +18,40 @@ __all__ = ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_d
 
 
 class Add(Op):
+    """``a + alpha * b``; its backward reduces the gradient to each input's shape."""
+
     alpha = 1
+    sign = 1
     wants_shapes = True
 
     @staticmethod
     def forward(ctx, xp, a, b, alpha=1):
-        if alpha == 1:
-            return xp.add(a, b)
-        ctx.alpha = alpha
-        return xp.add(a, b * alpha)
+        if alpha != 1:
+            ctx.alpha = alpha
+            b = b * alpha
+        return xp.add(a, b)
 
     @staticmethod
     def backward(ctx, g):
         sa, sb = ctx.in_shapes
-        ga = sum_to(g, sa) if ctx.needs_input_grad[0] else None
-        gb = None
-        if ctx.needs_input_grad[1]:
-            gb = sum_to(g if ctx.alpha == 1 else g * ctx.alpha, sb)
+        need = ctx.needs_input_grad
+        scale = ctx.sign * ctx.alpha
+        ga = sum_to(g, sa) if need[0] else None
+        gb = sum_to(g if scale == 1 else -g if scale == -1 else g * scale, sb) if need[1] else None
         return ga, gb
 
 
-class Sub(Op):
-    alpha = 1
-    wants_shapes = True
+class Sub(Add):
+    """``a - alpha * b``."""
+
+    sign = -1
 
     @staticmethod
     def forward(ctx, xp, a, b, alpha=1):
-        if alpha == 1:
-            return xp.subtract(a, b)
-        ctx.alpha = alpha
-        return xp.subtract(a, b * alpha)
-
-    @staticmethod
-    def backward(ctx, g):
-        sa, sb = ctx.in_shapes
-        ga = sum_to(g, sa) if ctx.needs_input_grad[0] else None
-        gb = sum_to(-g if ctx.alpha == 1 else g * -ctx.alpha, sb) if ctx.needs_input_grad[1] else None
-        return ga, gb
+        if alpha != 1:
+            ctx.alpha = alpha
+            b = b * alpha
+        return xp.subtract(a, b)
 
 
 class Mul(Op):
