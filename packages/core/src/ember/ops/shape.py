@@ -302,25 +302,22 @@ def tile(input, dims):
 
 
 class Tril(Op):
+    """Keep the lower triangle; the gradient is masked the same way."""
+
+    xp_function = "tril"
+
     @staticmethod
     def forward(ctx, xp, a, diagonal=0):
         ctx.diagonal = diagonal
-        return xp.tril(a, k=diagonal)
+        return getattr(xp, ctx.xp_function)(a, k=diagonal)
 
     @staticmethod
     def backward(ctx, g):
-        return Tril.apply(g, diagonal=ctx.diagonal)
+        return type(ctx).apply(g, diagonal=ctx.diagonal)
 
 
-class Triu(Op):
-    @staticmethod
-    def forward(ctx, xp, a, diagonal=0):
-        ctx.diagonal = diagonal
-        return xp.triu(a, k=diagonal)
-
-    @staticmethod
-    def backward(ctx, g):
-        return Triu.apply(g, diagonal=ctx.diagonal)
+class Triu(Tril):
+    xp_function = "triu"
 
 
 @tensor_method()
