@@ -43,6 +43,11 @@ class dtype:
     def is_complex(self) -> bool:
         return False
 
+    @property
+    def scalar_type_name(self) -> str:
+        """PyTorch's name of this element type in messages and legacy types (``Float``, ``Long``, ...)."""
+        return _SCALAR_TYPE_NAMES[self.name]
+
     def __repr__(self):
         return f"ember.{self.name}"
 
@@ -64,6 +69,9 @@ globals()["bool"] = bool_
 half, float, double = float16, float32, float64  # noqa: A001 - PyTorch's aliases
 short, int, long = int16, int32, int64  # noqa: A001
 
+_SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+                      "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                      "bool": "Bool"}
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
-from ..ops.matmul import torch_dtype_name
 
 
 class LinAlgError(RuntimeError):
@@ -30,7 +29,7 @@ def check_matrix(fn, A, square=True):
 
 def check_float(fn, A):
     if A._dtype.category != 2:
-        raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got {torch_dtype_name(A)}")
+        raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got {A._dtype.scalar_type_name}")
 
 
 def const(like, array):

@@ -187,8 +187,7 @@ def einsum(equation, *operands):
     out = _output_term(rhs, terms, ell)
     for op in operands[1:]:
         if op._dtype is not operands[0]._dtype:
-            from .matmul import torch_dtype_name
-            raise RuntimeError(f"expected scalar type {torch_dtype_name(operands[0])} but found "
-                               f"{torch_dtype_name(op)}")
+            raise RuntimeError(f"expected scalar type {operands[0]._dtype.scalar_type_name} but found "
+                               f"{op._dtype.scalar_type_name}")
     terms, sizes = _broadcast(terms, operands)
     return Einsum.apply(*operands, terms=tuple(terms), out=out, sizes=sizes)

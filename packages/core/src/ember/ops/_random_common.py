@@ -8,17 +8,10 @@ import numpy as np
 from .. import _dtype as dt
 from ..random import Generator, default_generator_for
 
-_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-                "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 _C_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
             "int64": "long int"}
 #: bits of precision of each float dtype: integers up to 2**bits are exact
 MANTISSA_BITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
-
-
-def torch_type_name(dtype) -> str:
-    """PyTorch's scalar-type name (``'Long'``), as its error messages spell it."""
-    return _TORCH_NAMES[dtype.name]
 
 
 def pick_generator(generator, device) -> Generator:
@@ -39,7 +32,7 @@ def float_dtype(fn: str, dtype):
         return dt.get_default_dtype()
     if not dtype.is_floating_point:
         raise NotImplementedError(f"{fn}(): expected a floating-point dtype, got {dtype!r} "
-                                  f"(\"{fn}\" not implemented for '{torch_type_name(dtype)}')")
+                                  f"(\"{fn}\" not implemented for '{dtype.scalar_type_name}')")
     return dtype
 
 

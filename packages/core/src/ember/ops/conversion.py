@@ -114,9 +114,7 @@ for _name, _d in (("float", dt.float32), ("double", dt.float64), ("half", dt.flo
 def type_(self, dtype=None):
     """Without arguments, the type name (``'ember.FloatTensor'``); with a dtype, a cast."""
     if dtype is None:
-        names = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-                 "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-        return f"ember.{names[self._dtype.name]}Tensor"
+        return f"ember.{self._dtype.scalar_type_name}Tensor"
     return self.to(dtype)
 
 

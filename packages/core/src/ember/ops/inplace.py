@@ -24,7 +24,7 @@ from ..autograd.node import Node, _seq
 from ._common import Tensor, cast_scalar, sum_to, tensor_method
 from .gather import index_add, scatter, scatter_add
 from .indexing import index_put, make_plan, put_advanced, split_key
-from .shape import _torch_name, masked_fill
+from .shape import masked_fill
 from .slicing import index_view
 from .view import _byte_strides, replay_view
 
@@ -86,8 +86,8 @@ def _fit(self, result):
     """``result`` cast to ``self``'s dtype and broadcast to its shape, or a PyTorch-style error."""
     if result._dtype is not self._dtype:
         if result._dtype.category > self._dtype.category:
-            raise RuntimeError(f"result type {_torch_name(result._dtype)} can't be cast to the desired output type "
-                               f"{_torch_name(self._dtype)}")
+            raise RuntimeError(f"result type {result._dtype.scalar_type_name} can't be cast to the desired output type "
+                               f"{self._dtype.scalar_type_name}")
         result = result.to(self._dtype)
     rshape = tuple(result._data.shape)
     if rshape != tuple(self._data.shape):

@@ -33,17 +33,8 @@ def _same_dtype(a, b):
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_short(a)} != {_short(b)}")
 
 
-_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-                "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-
-
-def torch_dtype_name(t) -> str:
-    """PyTorch's scalar-type name of ``t``'s dtype (``Float``, ``Long``...), as its error messages use."""
-    return _TORCH_NAMES.get(t._dtype.name, t._dtype.name)
-
-
 def _short(t):
-    return torch_dtype_name(t).lower()
+    return t._dtype.scalar_type_name.lower()
 
 
 def _need_tensor(fn, name, x):
@@ -250,7 +241,7 @@ def _check_batch2(a, b):
 
 def _same_dtype_scalar(a, b):
     if a._dtype is not b._dtype:
-        raise RuntimeError(f"expected scalar type {torch_dtype_name(a)} but found {torch_dtype_name(b)}")
+        raise RuntimeError(f"expected scalar type {a._dtype.scalar_type_name} but found {b._dtype.scalar_type_name}")
 
 
 @tensor_method()
@@ -268,8 +259,8 @@ def mv(input, vec):
         raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat ({_dims_str(input)}), "
                            f"vec ({vec.shape[0]})")
     if input._dtype is not vec._dtype:
-        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {torch_dtype_name(input)}, "
-                           f"{torch_dtype_name(input)}, and {torch_dtype_name(vec)}")
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {input._dtype.scalar_type_name}, "
+                           f"{input._dtype.scalar_type_name}, and {vec._dtype.scalar_type_name}")
     return Mv.apply(input, vec)
 
 
@@ -289,8 +280,8 @@ def dot(input, tensor):
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same "
                            f"number of elements, but got {n} and {m} elements respectively")
     if input._dtype is not tensor._dtype:
-        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {torch_dtype_name(input)} "
-                           f"and {torch_dtype_name(tensor)}")
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {input._dtype.scalar_type_name} "
+                           f"and {tensor._dtype.scalar_type_name}")
     return Dot.apply(input, tensor)
 
 
@@ -450,7 +441,7 @@ def _check_scaled(name, c, a, b, rank):
     for t in (a, b):
         if t._dtype is not c._dtype:
             raise RuntimeError(f"{name}: expected all tensors to have the same dtype, but got "
-                               f"{torch_dtype_name(c)} and {torch_dtype_name(t)}")
+                               f"{c._dtype.scalar_type_name} and {t._dtype.scalar_type_name}")
 
 
 @tensor_method()

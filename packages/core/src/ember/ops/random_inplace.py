@@ -19,7 +19,7 @@ from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
 from ._common import Tensor, tensor_method
 from ._random_common import (MANTISSA_BITS, check_int_range, pick_generator, rng_to_device, standard_normal,
-                             torch_type_name, unit_uniform, zero_grads)
+                             unit_uniform, zero_grads)
 
 __all__: list = []
 
@@ -66,7 +66,7 @@ def _write(self, values, node: str):
 
 def _need_float(self, kernel):
     if not self._dtype.is_floating_point:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{torch_type_name(self._dtype)}': "
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{self._dtype.scalar_type_name}': "
                                   f"this fill needs a floating-point tensor, got {self._dtype!r}")
 
 
@@ -101,7 +101,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
     """Fill with samples from the exponential distribution of rate ``lambd``."""
     if not self._dtype.is_floating_point:
         raise RuntimeError(f"Exponential distribution is a continuous probability distribution. dtype must be a "
-                           f"floating point but you specified {torch_type_name(self._dtype)}")
+                           f"floating point but you specified {self._dtype.scalar_type_name}")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
     rng = pick_generator(generator, self._device).rng
@@ -120,7 +120,7 @@ def bernoulli_(self, p=0.5, *, generator=None):
     if isinstance(p, Tensor):
         if not p._dtype.is_floating_point:
             raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
-                                      f"'{torch_type_name(p._dtype)}': p must hold floating-point probabilities")
+                                      f"'{p._dtype.scalar_type_name}': p must hold floating-point probabilities")
         if not _broadcasts_to(tuple(p.shape), _shape(self)):
             raise RuntimeError(f"bernoulli_: p of shape {list(p.shape)} cannot be broadcast to the shape "
                                f"{list(self.shape)} of the tensor being filled")

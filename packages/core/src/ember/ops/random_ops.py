@@ -23,7 +23,7 @@ from .._device import as_device
 from ..autograd.function import Op
 from ._common import Tensor, tensor_method
 from ._random_common import (check_int_range, float_dtype, pick_generator, rng_to_device, standard_normal,
-                             torch_type_name, unit_uniform, zero_grads)
+                             unit_uniform, zero_grads)
 from .creation import _finish, size_from_args
 from . import random_inplace  # noqa: F401  (attaches uniform_, normal_, ... to Tensor)
 
@@ -220,7 +220,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     tensors = [t for t in (mean, std) if isinstance(t, Tensor)]
     for t in tensors:
         if not t._dtype.is_floating_point:
-            raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{torch_type_name(t._dtype)}': "
+            raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{t._dtype.scalar_type_name}': "
                                       "normal() expects floating-point mean and std")
     out_dtype = dt.result_type(*tensors) if len(tensors) == 2 else tensors[0]._dtype
     tensors = [t if t._dtype is out_dtype else t.to(out_dtype) for t in tensors]
@@ -277,7 +277,7 @@ def bernoulli(input, p=None, *, generator=None):
         raise TypeError(f"bernoulli(): argument 'input' must be Tensor, not {type(input).__name__}")
     if not input._dtype.is_floating_point:
         raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
-                                  f"'{torch_type_name(input._dtype)}': bernoulli() expects floating-point "
+                                  f"'{input._dtype.scalar_type_name}': bernoulli() expects floating-point "
                                   "probabilities")
     device = input._device
     rng = pick_generator(generator, device).rng
@@ -297,7 +297,7 @@ def _check_multinomial(input, num_samples, replacement):
                         f"{type(num_samples).__name__}")
     if not input._dtype.is_floating_point:
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
-                           f"{torch_type_name(input._dtype)}")
+                           f"{input._dtype.scalar_type_name}")
     if input.ndim not in (1, 2):
         raise RuntimeError(f"prob_dist must be 1 or 2 dim (got a {input.ndim}-dim tensor of shape "
                            f"{list(input.shape)})")

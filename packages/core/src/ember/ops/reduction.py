@@ -103,9 +103,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
     if input._dtype.category < 2:
-        from .shape import _torch_name
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
-                           f"or complex dtype. Got: {_torch_name(input._dtype)}")
+                           f"or complex dtype. Got: {input._dtype.scalar_type_name}")
     op = Mean if dim is None else MeanDim
     return op.apply(input, dims=norm_dims(dim, input._data.ndim), keepdim=keepdim)
 

@@ -388,21 +388,13 @@ def where(condition, input=None, other=None):
         return nonzero(condition, as_tuple=True)
     if condition._dtype is not dt.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-                           f"{_torch_name(condition._dtype)}")
+                           f"{condition._dtype.scalar_type_name}")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         from .creation import tensor
         dtype = dt.get_default_dtype() if isinstance(input, float) or isinstance(other, float) else None
         input = tensor(input, dtype=dtype, device=condition._device)
     a, b = promote(input, other)
     return Where.apply(condition, a, b)
-
-
-_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-
-
-def _torch_name(dtype):
-    return _TORCH_NAMES.get(dtype.name, dtype.name)
 
 
 class Nonzero(Op):
