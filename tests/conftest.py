@@ -15,3 +15,12 @@ def device(request):
         pytest.fail(f"backend {request.param!r} is not installed: run "
                     "`pip install -e examples/plugins/ember-array-api-strict` (the README's test command does)")
     return request.param
+
+
+@pytest.fixture
+def two_cpus():
+    """Two logical CPU devices (cpu:0, cpu:1) for the test; the previous count is restored after."""
+    before = ember.backends.cpu.device_count()
+    ember.backends.cpu.set_device_count(2)
+    yield
+    ember.backends.cpu.set_device_count(before)

@@ -7,14 +7,6 @@ import ember
 from tests.core.helpers import check_grads, rand64
 
 
-@pytest.fixture
-def two_cpus():
-    before = ember.backends.cpu.device_count()
-    ember.backends.cpu.set_device_count(2)
-    yield
-    ember.backends.cpu.set_device_count(before)
-
-
 # -- devices ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("op, name", [
     (lambda a, b: a + b, "add"), (lambda a, b: a * b, "mul"), (lambda a, b: ember.cat([a, b]), "cat"),

@@ -112,12 +112,6 @@ def test_retain_graph_still_checks_versions():
 
 # -- cross-device autograd ----------------------------------------------------------------------------------------
 
-@pytest.fixture
-def two_cpus():
-    before = ember.backends.cpu.device_count()
-    ember.backends.cpu.set_device_count(2)
-    yield
-    ember.backends.cpu.set_device_count(before)
 
 
 def test_to_another_logical_cpu_is_differentiable(two_cpus):

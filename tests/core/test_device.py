@@ -9,13 +9,6 @@ import pytest
 import ember
 
 
-@pytest.fixture
-def two_cpus():
-    before = ember.backends.cpu.device_count()
-    ember.backends.cpu.set_device_count(2)
-    yield
-    ember.backends.cpu.set_device_count(before)
-
 
 # -- parsing, repr, equality ----------------------------------------------------------------------------------
 

@@ -79,8 +79,7 @@ def test_cpu_and_cpu0_are_the_same_device():
     assert before - ember.memory_allocated("cpu") == 1024
 
 
-def test_logical_cpu_devices_are_counted_separately():
-    ember.backends.cpu.set_device_count(2)
+def test_logical_cpu_devices_are_counted_separately(two_cpus):
     cpu0, cpu1 = ember.memory_allocated("cpu:0"), ember.memory_allocated("cpu:1")
     x = ember.zeros(100, device="cpu:1")
     assert ember.memory_allocated("cpu:1") - cpu1 == 400
@@ -106,11 +105,10 @@ def test_reserved_stats_cache_and_synchronize(device):
     del x
 
 
-def test_unknown_devices_are_errors():
+def test_unknown_devices_are_errors(two_cpus):
     with pytest.raises(RuntimeError, match="no ember backend for device type 'nope'"):
         ember.memory_reserved("nope")
     with pytest.raises(ValueError, match="a bare device index"):
         ember.memory_allocated(0)
-    ember.backends.cpu.set_device_count(2)
     with pytest.raises(RuntimeError, match="device cpu:5 does not exist"):
         ember.synchronize("cpu:5")

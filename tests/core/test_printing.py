@@ -302,8 +302,7 @@ def test_bad_printoptions_are_rejected_clearly():
         ember.set_printoptions(precision=-1)
 
 
-def test_device_suffix_for_devices_other_than_the_default_cpu():
-    ember.backends.cpu.set_device_count(2)
+def test_device_suffix_for_devices_other_than_the_default_cpu(two_cpus):
     assert repr(ember.tensor([1.0, 2.0], device="cpu:1")) == "tensor([1., 2.], device='cpu:1')"
     assert repr(ember.tensor([1.0, 2.0], device="cpu:0")) == "tensor([1., 2.])"
     assert repr(ember.zeros(0, 2, dtype=ember.int32, device="cpu:1")) == \

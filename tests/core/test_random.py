@@ -66,8 +66,7 @@ def test_seed_picks_a_nondeterministic_seed_and_applies_it():
     assert ember.seed() != s
 
 
-def test_logical_devices_have_independent_generators_seeded_from_the_seed():
-    ember.backends.cpu.set_device_count(2)
+def test_logical_devices_have_independent_generators_seeded_from_the_seed(two_cpus):
     ember.manual_seed(5)
     a0, a1 = values(ember.rand(50, device="cpu:0")), values(ember.rand(50, device="cpu:1"))
     assert not np.array_equal(a0, a1)
