@@ -180,6 +180,8 @@ class FmodScalar(Fmod):
 @tensor_method("add", "__add__")
 def add(input, other, *, alpha=1):
     """``input + alpha * other``, broadcasting, with PyTorch's type promotion."""
+    if alpha == 1 and other.__class__ is Tensor and input.__class__ is Tensor and input._dtype is other._dtype:
+        return Add.apply(input, other)  # the common case, without promotion
     a, b = promote(input, other)
     if alpha != 1:
         return Add.apply(a, b, alpha=alpha)
@@ -219,6 +221,8 @@ def rsub(input, other, *, alpha=1):
 @tensor_method("mul", "multiply", "__mul__", "__rmul__")
 def mul(input, other):
     """Elementwise product, broadcasting."""
+    if other.__class__ is Tensor and input.__class__ is Tensor and input._dtype is other._dtype:
+        return Mul.apply(input, other)  # the common case, without promotion
     a, b = promote(input, other)
     return Mul.apply(a, b)
 
