@@ -253,3 +253,12 @@ def test_view_of_a_plain_tensor_gets_history_written_into_its_base():
     y[:2] = w
     u.sum().backward()
     assert w.grad.tolist() == [0.0, 1.0]
+
+
+def test_inplace_ops_work_on_zero_dim_results_of_reductions_and_pointwise_ops(device):
+    total = ember.ones(3, device=device).sum()
+    total.add_(1)
+    square = ember.tensor(2.0, device=device) * ember.tensor(3.0, device=device)
+    square.mul_(2)
+    assert total.item() == 4.0 and square.item() == 12.0
+    assert total._version == 1 and square._version == 1

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import weakref
 
+import numpy as np
+
 from . import _dtype as dt
 from ._size import Size
 from .autograd.hooks import add_hook
@@ -54,6 +56,8 @@ class Tensor:
     def _make(cls, data, device, dtype=None):
         """Wrap a backend array that this tensor owns (memory is counted for ``device``)."""
         t = object.__new__(cls)
+        if isinstance(data, _np_generic):
+            data = _np_asarray(data)  # NumPy gives scalars for 0-dim results; a tensor needs an array
         t._data = data
         t._device = device
         if dtype is None:
@@ -399,6 +403,7 @@ Tensor.__module__ = "ember"
 
 
 _BY_ID: dict = {}
+_np_generic, _np_asarray = np.generic, np.asarray
 
 
 def _lookup_dtype(device, native):
