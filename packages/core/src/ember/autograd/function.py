@@ -52,6 +52,31 @@ def _edge(t):
     return (None, 0)
 
 
+def _gather(name, inputs):
+    """The device, whether any input requires grad, and the arrays (or scalars) of an op's inputs."""
+    device = None
+    requires = False
+    arrays = []
+    for t in inputs:
+        if isinstance(t, Tensor):
+            d = t._device
+            if device is None:
+                device = d
+            elif d is not device and d.key != device.key:
+                raise device_mismatch(name, device, d)
+            arrays.append(t._data)
+            if t._base is not None and t._vc[0] != t._vv:
+                _refresh_view(t)
+            if t._requires_grad:
+                requires = True
+        else:
+            arrays.append(t)
+    if device is None:
+        raise TypeError(f"{name}: expected at least one tensor among the inputs, got only "
+                        f"{', '.join(type(t).__name__ for t in inputs) or 'nothing'}")
+    return device, requires, arrays
+
+
 def _refresh_view(t):
     """Give a view whose base changed in place since its history was set the base's new history."""
     if not STATE.enabled:
@@ -128,23 +153,29 @@ class Op(Node):
     @classmethod
     def apply(cls, *inputs, **attrs):
         """Run the op on tensors (and Python scalars) and record it for backward if needed."""
-        device = None
-        requires = False
-        arrays = []
-        for t in inputs:
-            if isinstance(t, Tensor):
-                d = t._device
-                if device is None:
-                    device = d
-                elif d is not device and d.key != device.key:
-                    raise device_mismatch(cls.name_, device, d)
-                arrays.append(t._data)
-                if t._base is not None and t._vc[0] != t._vv:
-                    _refresh_view(t)
-                if t._requires_grad:
-                    requires = True
+        first = inputs[0]
+        n = len(inputs)
+        if n <= 2 and isinstance(first, Tensor):  # the common cases, without the general loop
+            device = first._device
+            if first._base is not None and first._vc[0] != first._vv:
+                _refresh_view(first)
+            requires = first._requires_grad
+            if n == 1:
+                arrays = (first._data,)
             else:
-                arrays.append(t)
+                second = inputs[1]
+                if isinstance(second, Tensor):
+                    d = second._device
+                    if d is not device and d.key != device.key:
+                        raise device_mismatch(cls.name_, device, d)
+                    if second._base is not None and second._vc[0] != second._vv:
+                        _refresh_view(second)
+                    requires = requires or second._requires_grad
+                    arrays = (first._data, second._data)
+                else:
+                    arrays = (first._data, second)
+        else:
+            device, requires, arrays = _gather(cls.name_, inputs)
         backend = device._backend or device.backend
         kernel = cls._kernels.get(backend.name) or cls._resolve_kernel(backend)
         ctx = object.__new__(cls)
@@ -163,7 +194,8 @@ class Op(Node):
                 raise mismatch from None
             raise
         if cls._plain:
-            res = Tensor._make(out, device)
+            like = first._data.dtype if n <= 2 and isinstance(first, Tensor) else None
+            res = Tensor._make(out, device, first._dtype if out.dtype is like else None)
             if not requires or not STATE.enabled or res._dtype.category != 2:
                 return res  # nothing to record (bool and integer results never require grad)
         else:
