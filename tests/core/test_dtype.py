@@ -327,3 +327,13 @@ def test_legacy_typed_constructors(name, dtype):
     assert isinstance(t, cls) and not isinstance(ember.ones(1, dtype=other), cls)
     u = cls(2, 3)
     assert u.shape == (2, 3) and u.dtype is dtype
+
+
+def test_ml_dtypes_is_imported_only_when_bfloat16_is_first_used():
+    import subprocess
+    import sys
+    code = ("import sys, ember; before = 'ml_dtypes' in sys.modules; "
+            "x = ember.ones(2, dtype=ember.bfloat16) * 2; "
+            "print(before, 'ml_dtypes' in sys.modules, x.dtype, x.tolist())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["False", "True", "ember.bfloat16", "[2.0,", "2.0]"]

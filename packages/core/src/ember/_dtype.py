@@ -76,13 +76,34 @@ ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float3
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 
 
-def _numpy_dtypes():
-    import ml_dtypes
+class NumpyDtypes(dict):
+    """``{NumPy dtype: ember dtype}``; bfloat16 joins on first use, as importing ml_dtypes takes a second."""
+
+    def __missing__(self, key):
+        if getattr(key, "name", None) != "bfloat16":
+            raise KeyError(key)
+        self[numpy_dtype(bfloat16)] = bfloat16
+        return bfloat16
+
+
+def numpy_dtype(d: dtype):
+    """The NumPy dtype of ember dtype ``d`` (bfloat16 comes from ml_dtypes, imported here when first needed)."""
     import numpy as np
-    return {np.dtype(ml_dtypes.bfloat16 if d is bfloat16 else d.name): d for d in ALL_DTYPES}
+    if d is bfloat16:
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(d.name)
 
 
-ALL_BY_NUMPY = _numpy_dtypes()
+ALL_BY_NUMPY = NumpyDtypes({numpy_dtype(d): d for d in ALL_DTYPES if d is not bfloat16})
+
+
+def from_numpy_dtype(np_dtype):
+    """The ember dtype of a NumPy dtype, or ``None`` if ember has none (e.g. complex, strings)."""
+    try:
+        return ALL_BY_NUMPY[np_dtype]
+    except (KeyError, TypeError):
+        return None
 
 
 def _by_name(name):

@@ -17,6 +17,7 @@ import json
 
 import numpy as np
 
+from .._dtype import numpy_dtype
 from ..errors import UnsupportedOpError
 
 
@@ -70,7 +71,7 @@ class Backend:
     # -- data in and out ------------------------------------------------------
     def asarray(self, data, dtype, device):
         """A new array holding ``data`` (nested lists, scalars, NumPy arrays) as ``dtype``."""
-        return self.from_numpy(np.array(data, dtype=_numpy_dtype(dtype), copy=True), device)
+        return self.from_numpy(np.array(data, dtype=None if dtype is None else numpy_dtype(dtype), copy=True), device)
 
     def from_numpy(self, array: np.ndarray, device):
         """``array`` on ``device``; shares memory where the device can."""
@@ -123,12 +124,3 @@ class Backend:
     def describe(self) -> str:
         """One line for ``python -m ember info``."""
         return f"{self.device_count()} device(s)"
-
-
-def _numpy_dtype(dtype):
-    if dtype is None:
-        return None
-    if dtype.name == "bfloat16":
-        import ml_dtypes
-        return ml_dtypes.bfloat16
-    return np.dtype(dtype.name)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 
-import ml_dtypes
 import numpy as np
 
 from .. import _dtype as dt
@@ -21,7 +20,17 @@ from .._plugins import hookimpl
 from .backend import Backend
 from .numpy_namespace import xp
 
-_DTYPES = {d: np.dtype(ml_dtypes.bfloat16 if d is dt.bfloat16 else d.name) for d in dt.ALL_DTYPES}
+class _NativeDtypes(dict):
+    """``{ember dtype: NumPy dtype}``; bfloat16's NumPy dtype is made (ml_dtypes imported) on first use."""
+
+    def __missing__(self, key):
+        if key is not dt.bfloat16:
+            raise KeyError(key)
+        native = self[key] = dt.numpy_dtype(key)
+        return native
+
+
+_DTYPES = _NativeDtypes({d: dt.numpy_dtype(d) for d in dt.ALL_DTYPES if d is not dt.bfloat16})
 
 
 class CPUBackend(Backend):
@@ -53,6 +62,10 @@ class CPUBackend(Backend):
 
     def native_dtype(self, dtype):
         return _DTYPES[dtype]
+
+    @property
+    def from_native(self):
+        return dt.ALL_BY_NUMPY
 
     def from_numpy(self, array, device):
         return array

@@ -52,7 +52,7 @@ def _infer_dtype(data, arr) -> dt.dtype:
     if isinstance(data, np.ndarray) or isinstance(data, np.generic):
         if arr.dtype.kind == "c":
             raise TypeError("ember has no complex dtypes yet; got a complex NumPy array")
-        return dt.ALL_BY_NUMPY.get(arr.dtype) or _bad_dtype(arr.dtype)
+        return dt.from_numpy_dtype(arr.dtype) or _bad_dtype(arr.dtype)
     kind = arr.dtype.kind
     if kind == "b":
         return dt.bool_
@@ -124,7 +124,7 @@ def from_numpy(ndarray):
     """
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
-    dtype = dt.ALL_BY_NUMPY.get(ndarray.dtype) or _bad_dtype(ndarray.dtype)
+    dtype = dt.from_numpy_dtype(ndarray.dtype) or _bad_dtype(ndarray.dtype)
     device = as_device("cpu")
     return Tensor._make(device.backend.from_numpy(ndarray, device), device, dtype)
 
