@@ -262,3 +262,16 @@ def test_inplace_ops_work_on_zero_dim_results_of_reductions_and_pointwise_ops(de
     square.mul_(2)
     assert total.item() == 4.0 and square.item() == 12.0
     assert total._version == 1 and square._version == 1
+
+
+def test_optimizer_style_updates_under_no_grad_change_the_leaf_in_place(device):
+    w = ember.ones(3, device=device, requires_grad=True)
+    g = ember.tensor([1.0, 2.0, 3.0], device=device)
+    before = w._version
+    with ember.no_grad():
+        same = w.add_(g, alpha=-0.5).mul_(2.0).sub_(1)
+    assert same is w and w.requires_grad and w.grad_fn is None
+    assert w.tolist() == [0.0, -1.0, -2.0] and w._version == before + 3
+    with pytest.raises(RuntimeError, match="output with shape \\[3\\] doesn't match the broadcast shape"):
+        with ember.no_grad():
+            w.add_(ember.ones(2, 3, device=device))

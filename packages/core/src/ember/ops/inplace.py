@@ -18,6 +18,8 @@ tensor([2., 2., 2.])
 """
 from __future__ import annotations
 
+import operator
+
 from ..autograd.function import Op, _edge
 from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.node import Node, _seq
@@ -116,6 +118,37 @@ def apply_inplace(self, compute, others=(), saves_self=False):
     if track:
         _rebase(self, result)
     return self
+
+
+def _arith_inplace(self, other, operator, scale=1):
+    """``self <operator>= scale * other`` straight on the arrays, when nothing needs recording.
+
+    The common case of optimizer steps and running statistics: no autograd
+    involvement, ``other`` on the same device with ``self``'s dtype (or a Python
+    number ``self``'s dtype keeps), and ``self`` not an overlapping (expanded)
+    view. Returns False (and changes nothing) otherwise; the caller then takes
+    the general path, which also gives PyTorch's errors.
+    """
+    if self._requires_grad and STATE.enabled or self._base is not None:
+        return False
+    if isinstance(other, Tensor):
+        if other._requires_grad and STATE.enabled or other._dtype is not self._dtype \
+                or other._device.key != self._device.key or other._data.ndim > self._data.ndim:
+            return False
+        value = other._data
+    elif isinstance(other, float) and self._dtype.category == 2 or isinstance(other, int) \
+            and not isinstance(other, bool) and self._dtype.category == 2:
+        value = other
+    else:
+        return False
+    if scale != 1:
+        value = value * scale
+    try:
+        operator(self._data, value)
+    except ValueError:  # shapes that do not broadcast into self: the general path says so
+        return False
+    self._vc[0] += 1
+    return True
 
 
 def _rebase(self, result):
@@ -237,18 +270,24 @@ def add_(self, other, *, alpha=1):
     >>> ember.ones(2).add_(ember.ones(2), alpha=2)
     tensor([3., 3.])
     """
+    if _arith_inplace(self, other, operator.iadd, alpha):
+        return self
     return apply_inplace(self, lambda cur: cur.add(other, alpha=alpha), _tensors(other))
 
 
 @tensor_method("sub_", "__isub__")
 def sub_(self, other, *, alpha=1):
     """``self -= alpha * other``."""
+    if _arith_inplace(self, other, operator.isub, alpha):
+        return self
     return apply_inplace(self, lambda cur: cur.sub(other, alpha=alpha), _tensors(other))
 
 
 @tensor_method("mul_", "__imul__")
 def mul_(self, other):
     """``self *= other``."""
+    if _arith_inplace(self, other, operator.imul):
+        return self
     return apply_inplace(self, lambda cur: cur.mul(other), _tensors(other), saves_self=True)
 
 
