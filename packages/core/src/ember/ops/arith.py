@@ -55,20 +55,28 @@ class Sub(Add):
 
 
 class Mul(Op):
+    """``scale * a * b`` (``scale`` a Python number, 1 for the ``*`` operator)."""
+
     saves_inputs = True
+    scale = 1
 
     @staticmethod
-    def forward(ctx, xp, a, b):
-        return xp.multiply(a, b)
+    def forward(ctx, xp, a, b, scale=1):
+        out = xp.multiply(a, b)
+        if scale != 1:
+            ctx.scale = scale
+            out *= scale
+        return out
 
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         need = ctx.needs_input_grad
-        if a is b:  # x * x: one product instead of two and their sum
-            return g * a * 2, None
-        ga = sum_to(g * b, a.shape) if need[0] else None
-        gb = sum_to(g * a, b.shape) if need[1] else None
+        scale = ctx.scale
+        if a is b:  # x * x: one product 2*g*x instead of two and their sum
+            return Mul.apply(g, a, scale=2 * scale), None
+        ga = sum_to(g * b if scale == 1 else Mul.apply(g, b, scale=scale), a.shape) if need[0] else None
+        gb = sum_to(g * a if scale == 1 else Mul.apply(g, a, scale=scale), b.shape) if need[1] else None
         return ga, gb
 
 
