@@ -157,6 +157,7 @@ class Op(Node):
         n = len(inputs)
         if n <= 2 and isinstance(first, Tensor):  # the common cases, without the general loop
             device = first._device
+            like = first._data.dtype  # an output of this dtype has first's ember dtype
             if first._base is not None and first._vc[0] != first._vv:
                 _refresh_view(first)
             requires = first._requires_grad
@@ -176,6 +177,7 @@ class Op(Node):
                     arrays = (first._data, second)
         else:
             device, requires, arrays = _gather(cls.name_, inputs)
+            like = None
         backend = device._backend or device.backend
         kernel = cls._kernels.get(backend.name) or cls._resolve_kernel(backend)
         ctx = object.__new__(cls)
@@ -194,7 +196,6 @@ class Op(Node):
                 raise mismatch from None
             raise
         if cls._plain:
-            like = first._data.dtype if n <= 2 and isinstance(first, Tensor) else None
             res = Tensor._make(out, device, first._dtype if out.dtype is like else None)
             if not requires or not STATE.enabled or res._dtype.category != 2:
                 return res  # nothing to record (bool and integer results never require grad)
