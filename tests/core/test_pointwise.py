@@ -338,3 +338,14 @@ def test_binary_functions_broadcast_like_numpy(shapes, name):
 def test_unary_rejects_non_tensors():
     with pytest.raises(TypeError, match=r"exp\(\): argument 'input' \(position 1\) must be Tensor, not list"):
         ember.exp([1.0])
+
+
+def test_inf_and_nan_results_come_without_numpy_warnings_in_user_code():
+    import subprocess
+    import sys
+    code = ("import ember; x = ember.tensor([1.0, 0.0]); "
+            "print((x / 0).tolist(), ember.log(x).tolist(), (x * 1e38 * 1e38).tolist())")
+    out = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True)
+    assert out.stderr == ""
+    assert out.stdout.strip() == "[inf, nan] [0.0, -inf] [inf, 0.0]"

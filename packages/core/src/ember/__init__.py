@@ -6,6 +6,7 @@
 >>> x.grad
 tensor([2., 4.])
 """
+import warnings as _warnings
 from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)  # ember.nn, ember.data, ... come from sibling distributions
@@ -60,3 +61,7 @@ from . import backends  # noqa: E402,F401
 from .backends import cpu as _cpu  # noqa: E402,F401
 
 globals()["bool"] = bool_
+
+# 1/0, log(0), overflow: results are inf/nan as in PyTorch, which stays silent about them; NumPy would warn
+# from inside ember's ops. Only warnings raised in ember's own modules are silenced.
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember(\.|$)")
