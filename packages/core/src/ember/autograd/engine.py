@@ -77,7 +77,7 @@ def _needed_nodes(roots, targets):
 
 
 def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None, allow_unused=False):
-    roots = [_root_edge(t, i) for i, t in enumerate(tensors)]
+    roots = [_root_edge(tensors[0], 0)] if len(tensors) == 1 else [_root_edge(t, i) for i, t in enumerate(tensors)]
     capture = None
     if inputs is not None:
         capture = {}

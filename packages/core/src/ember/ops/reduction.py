@@ -47,9 +47,15 @@ def expand_back(g, in_shape, dims, keepdim):
 
 
 class Sum(Op):
+    dims = None
+    keepdim = False
+
     @staticmethod
     def forward(ctx, xp, a, dims=None, keepdim=False, dtype=None):
-        ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
+        ctx.shape = a.shape
+        if dims is None and not keepdim:  # the whole tensor: the common case, kept short
+            return xp.sum(a, dtype=dtype)
+        ctx.dims, ctx.keepdim = dims, keepdim
         return xp.sum(a, axis=dims, keepdims=keepdim, dtype=dtype)
 
     @staticmethod
@@ -85,16 +91,15 @@ class MeanDim(Mean):
 @tensor_method()
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - PyTorch's name
     """Sum of elements over ``dim`` (all by default); bools and ints sum to int64."""
+    if dim is None and not keepdim and dtype is None and input._dtype.category == 2:
+        return Sum.apply(input)  # the common case, kept short
     dims = norm_dims(dim, input._data.ndim)
     if dtype is None and input._dtype.category < 2:
         dtype = dt.int64
     if input._dtype is dt.bool_:
         input = input.to(dtype)  # the array API sums numbers only
     nat = None if dtype is None else input._device.backend.native_dtype(dtype)
-    op = Sum if dim is None else SumDim
-    if nat is None:
-        return op.apply(input, dims=dims, keepdim=keepdim) if dims or keepdim else op.apply(input)
-    return op.apply(input, dims=dims, keepdim=keepdim, dtype=nat)
+    return (Sum if dim is None else SumDim).apply(input, dims=dims, keepdim=keepdim, dtype=nat)
 
 
 @tensor_method()
