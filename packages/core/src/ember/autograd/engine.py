@@ -24,12 +24,8 @@ def _root_edge(t, i):
 def _count_dependencies(roots):
     """``{node: number of edges into it}`` over the graph reachable from the root nodes."""
     deps = {}
-    stack = []
-    seen = set()
-    for n, _ in roots:
-        if n not in seen:  # two outputs of one node are one root
-            seen.add(n)
-            stack.append(n)
+    root_nodes = {n: None for n, _ in roots}  # two outputs of one node are one root
+    stack = list(root_nodes)
     while stack:
         for nxt, _ in stack.pop().next_functions:
             if nxt is None:
@@ -38,8 +34,7 @@ def _count_dependencies(roots):
                 deps[nxt] += 1
             else:
                 deps[nxt] = 1
-                if nxt not in seen:
-                    seen.add(nxt)
+                if nxt not in root_nodes:  # a root is already on the stack
                     stack.append(nxt)
     return deps
 

@@ -134,7 +134,7 @@ class AccumulateGrad(Node):
             leaf._grad = grad if old is None else old + grad
         elif old is None:
             leaf._grad = grad._detached_copy()
-        elif old.requires_grad:
+        elif old._requires_grad:
             leaf._grad = (old + grad).detach()
         else:
             old._data += grad._data
