@@ -80,7 +80,9 @@ def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False,
     """
     if gradient is None and inputs is None and not create_graph and self._data.size == 1 \
             and self._dtype.category == 2 and self._requires_grad:  # the common case, kept short
-        g = Tensor._make(self._device.backend.xp.ones(self._data.shape, dtype=self._data.dtype), self._device,
+        device = self._device
+        data = self._data
+        g = Tensor._make((device._backend or device.backend).xp.ones(data.shape, dtype=data.dtype), device,
                          self._dtype)
         engine.run_backward((self,), (g,), bool(retain_graph), False)
         return

@@ -214,20 +214,25 @@ class Op(Node):
                 return res
         edges = []
         needs = []
+        versions = []
         for t in inputs:
-            if isinstance(t, Tensor) and t._requires_grad:
-                fn = t.grad_fn
-                edges.append((fn, t._output_nr) if fn is not None else (t._grad_accumulator(), 0))
-                needs.append(True)
+            if isinstance(t, Tensor):
+                versions.append(t._vc[0])
+                if t._requires_grad:
+                    fn = t.grad_fn
+                    edges.append((fn, t._output_nr) if fn is not None else (t._grad_accumulator(), 0))
+                    needs.append(True)
+                    continue
             else:
-                edges.append(_NO_EDGE)
-                needs.append(False)
+                versions.append(None)
+            edges.append(_NO_EDGE)
+            needs.append(False)
         ctx.next_functions = tuple(edges)
         ctx.needs_input_grad = needs
         ctx.seq = next(_seq)
         if cls.saves_inputs:
             ctx._saved = inputs
-            ctx._saved_versions = [t._vc[0] if isinstance(t, Tensor) else None for t in inputs]
+            ctx._saved_versions = versions
         if cls.wants_shapes:
             ctx.in_shapes = [t._data.shape if isinstance(t, Tensor) else None for t in inputs]
         if anomaly.ENABLED:
@@ -270,8 +275,10 @@ class Op(Node):
 
     def release(self) -> None:
         self._freed = True
-        self._saved = ()
-        self._out = ()
+        if self.saves_inputs:
+            self._saved = ()
+        if self.saves_output:
+            self._out = ()
 
     def apply_backward(self, grads):
         # a freed node fails only when its backward reads what it saved (as in PyTorch)

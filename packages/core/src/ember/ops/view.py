@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 from ..autograd.function import Op
-from ._common import Tensor, tensor_method, wrap_dim
+from ._common import Tensor, sum_to, tensor_method, wrap_dim
 
 __all__ = ["reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "movedim", "moveaxis",
            "squeeze", "flatten", "unflatten", "clone"]
@@ -87,7 +87,6 @@ class Expand(Op):
 
     @staticmethod
     def backward(ctx, g):
-        from ._common import sum_to
         return sum_to(g, ctx.shape)
 
 
