@@ -21,24 +21,6 @@ def _root_edge(t, i):
     return t._grad_accumulator(), 0
 
 
-def _count_dependencies(roots):
-    """``{node: number of edges into it}`` over the graph reachable from the root nodes."""
-    deps = {}
-    root_nodes = {n: None for n, _ in roots}  # two outputs of one node are one root
-    stack = list(root_nodes)
-    while stack:
-        for nxt, _ in stack.pop().next_functions:
-            if nxt is None:
-                continue
-            if nxt in deps:
-                deps[nxt] += 1
-            else:
-                deps[nxt] = 1
-                if nxt not in root_nodes:  # a root is already on the stack
-                    stack.append(nxt)
-    return deps
-
-
 def _needed_nodes(roots, targets):
     """Nodes from which some target node can be reached (the only ones ``grad`` must run)."""
     needed = {}
@@ -72,6 +54,13 @@ def _needed_nodes(roots, targets):
 
 
 def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None, allow_unused=False):
+    """Run the graph backward from ``tensors`` seeded with ``grad_tensors``.
+
+    Nodes run in descending creation order (``seq``): every consumer of a
+    node was created after it, so when a node runs, all gradients for it have
+    arrived. That order needs no dependency count, only a heap of the nodes
+    reached so far.
+    """
     roots = [_root_edge(tensors[0], 0)] if len(tensors) == 1 else [_root_edge(t, i) for i, t in enumerate(tensors)]
     capture = None
     if inputs is not None:
@@ -82,7 +71,6 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             edge = (t.grad_fn, t._output_nr) if t.grad_fn is not None else (t._grad_accumulator(), 0)
             capture.setdefault(edge, []).append(i)
         needed = _needed_nodes(roots, {n for n, _ in capture})
-    deps = _count_dependencies(roots)
     buffers: dict = {}
     heap = []
     for (node, nr), g in zip(roots, grad_tensors):
@@ -98,8 +86,6 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     try:
         while heap:
             node = heapq.heappop(heap)[2]
-            if deps.get(node):
-                continue  # still waiting for gradients from later nodes
             grads = buffers.pop(node)
             if node._tensor_hooks or node._pre_hooks or node._retained:
                 grads = _run_pre_hooks(node, grads)
@@ -108,8 +94,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     for i in capture.get((node, nr), ()):
                         results[i] = g
                 if not needed.get(node, False) or type(node) is AccumulateGrad:
-                    _release_children(node, deps, buffers, heap)
-                    continue
+                    continue  # nothing below it leads to an input asked for
             if type(node) is AccumulateGrad:
                 if grads[0] is not None:
                     node.accumulate(grads[0], create_graph)
@@ -118,42 +103,30 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 if g is not None:
                     break
             else:
-                grad_inputs = (None,) * len(node.next_functions)
-                g = None
-            if g is not None:
-                grad_inputs = node.apply_backward(grads)
-                if anomaly.ENABLED:
-                    anomaly.check_backward(node, grad_inputs)
-                if node._post_hooks:
-                    for hook in tuple(node._post_hooks.values()):
-                        new = hook(grad_inputs, tuple(grads))
-                        if new is not None:
-                            grad_inputs = tuple(new)
+                continue  # no gradient reached this node: nothing flows on from it
+            grad_inputs = node.apply_backward(grads)
+            if anomaly.ENABLED:
+                anomaly.check_backward(node, grad_inputs)
+            if node._post_hooks:
+                for hook in tuple(node._post_hooks.values()):
+                    new = hook(grad_inputs, tuple(grads))
+                    if new is not None:
+                        grad_inputs = tuple(new)
             if not retain_graph:
                 node.release()
             for (nxt, nr), g in zip(node.next_functions, grad_inputs):
-                if nxt is None:
+                if nxt is None or g is None:
                     continue
-                if g is not None:
-                    if type(nxt) is AccumulateGrad:
-                        leaf = nxt._ref()
-                        if leaf is not None and g._dtype is not leaf._dtype:
-                            g = g.to(leaf._dtype)  # as PyTorch's engine: grads match their input's dtype
-                    buf = buffers.get(nxt)
-                    if buf is None:
-                        meta = nxt._out_meta
-                        buf = buffers[nxt] = [None] * (1 if meta is None else len(meta))
-                    buf[nr] = g if buf[nr] is None else buf[nr] + g
-                elif nxt not in buffers:
-                    buffers[nxt] = [None] * _n_outputs(nxt)
-                left = deps[nxt] = deps[nxt] - 1
-                if left == 0:
-                    if type(nxt) is AccumulateGrad and capture is None and not nxt._pre_hooks:
-                        g = buffers.pop(nxt)[0]  # a leaf: accumulate now rather than queue it
-                        if g is not None:
-                            nxt.accumulate(g, create_graph)
-                    else:
-                        heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
+                if type(nxt) is AccumulateGrad:
+                    leaf = nxt._ref()
+                    if leaf is not None and g._dtype is not leaf._dtype:
+                        g = g.to(leaf._dtype)  # as PyTorch's engine: grads match their input's dtype
+                buf = buffers.get(nxt)
+                if buf is None:
+                    meta = nxt._out_meta
+                    buf = buffers[nxt] = [None] * (1 if meta is None else len(meta))
+                    heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
+                buf[nr] = g if buf[nr] is None else buf[nr] + g
     finally:
         STATE.enabled = prev_enabled
     if inputs is not None:
@@ -163,16 +136,6 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                                    "graph. Set allow_unused=True if this is the desired behavior.")
         return tuple(results)
     return None
-
-
-def _release_children(node, deps, buffers, heap):
-    for nxt, _ in node.next_functions:
-        if nxt is None:
-            continue
-        buffers.setdefault(nxt, [None] * _n_outputs(nxt))
-        deps[nxt] -= 1
-        if deps[nxt] == 0:
-            heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
 
 
 def _n_outputs(node):
