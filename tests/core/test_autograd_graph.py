@@ -233,3 +233,17 @@ def test_graph_without_saved_tensors_can_be_walked_twice():
     y.backward()
     y.backward()
     assert x.grad.tolist() == [2.0, 2.0]
+
+
+def test_gradients_from_all_consumers_are_summed_before_a_node_runs():
+    # a diamond, a leaf used at several depths, and two roots where one feeds the other
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    a = x * 2
+    b, c = a * 3, a * 4
+    y = (b + c + x).sum()
+    z = (a * a).sum()
+    ember.autograd.backward([y, z], retain_graph=True)
+    # dy/dx = 2*3 + 2*4 + 1 = 15; dz/dx = 2a*2 = 8x
+    assert x.grad.tolist() == [15.0 + 8.0, 15.0 + 16.0]
+    (g,) = ember.autograd.grad((a * b).sum(), x)  # a*b = 12 x^2
+    assert g.tolist() == [24.0, 48.0]
