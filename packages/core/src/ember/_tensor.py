@@ -91,11 +91,6 @@ class Tensor:
         t._vv = vc[0]
         return t
 
-    @classmethod
-    def _make_alias(cls, t):
-        """A new tensor object over the same data and version counter, without autograd state."""
-        return cls._make_view(t, t._data)
-
     def __del__(self):
         try:
             self._device.mem[0] -= self._nbytes
@@ -108,7 +103,8 @@ class Tensor:
         return Tensor._make(xp.asarray(self._data, copy=True), self._device, self._dtype)
 
     def _alias_for_output(self):
-        return Tensor._make_alias(self)
+        """A new tensor object over the same data and version counter, without autograd state."""
+        return Tensor._make_view(self, self._data)
 
     # -- properties -----------------------------------------------------------
     @property
@@ -179,10 +175,6 @@ class Tensor:
     @property
     def _is_view(self):
         return self._base is not None
-
-    def untyped_storage_ptr(self):
-        """An address identifying the memory this tensor's storage starts at (for sharing checks)."""
-        return self._device.backend.data_ptr(self._base._data if self._base is not None else self._data)
 
     def data_ptr(self) -> int:
         """Address of the first element."""
