@@ -54,6 +54,13 @@ class Sub(Add):
         return xp.subtract(a, b)
 
 
+class RsubScalar(Sub):
+    """``number - tensor``."""
+
+    name_ = "sub"
+    backward_name = "RsubBackward1"
+
+
 class Mul(Op):
     """``scale * a * b`` (``scale`` a Python number, 1 for the ``*`` operator)."""
 
@@ -116,6 +123,20 @@ class Pow(Op):
             base = a.log() if isinstance(a, Tensor) else _log_scalar(a)
             gb = sum_to(g * out * base, b.shape)
         return ga, gb
+
+
+class PowTensor(Pow):
+    """``tensor ** tensor`` (PyTorch names its node differently)."""
+
+    name_ = "pow"
+    backward_name = "PowBackward1"
+
+
+class PowScalarBase(Pow):
+    """``number ** tensor``."""
+
+    name_ = "pow"
+    backward_name = "PowBackward2"
 
 
 def _log_scalar(a):
@@ -208,9 +229,10 @@ def sub(input, other, *, alpha=1):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
     a, b = promote(input, other)
+    op = Sub if isinstance(a, Tensor) else RsubScalar  # number - tensor has PyTorch's other name
     if alpha != 1:
-        return Sub.apply(a, b, alpha=alpha)
-    return Sub.apply(a, b)
+        return op.apply(a, b, alpha=alpha)
+    return op.apply(a, b)
 
 
 subtract = sub
@@ -220,10 +242,7 @@ Tensor.subtract = sub
 @tensor_method("__rsub__")
 def rsub(input, other, *, alpha=1):
     """``other - alpha * input``."""
-    out = sub(other, input * alpha if alpha != 1 else input)
-    if not isinstance(other, Tensor) and out.grad_fn is not None:
-        out.grad_fn.backward_name = "RsubBackward1"  # PyTorch's name for number - tensor
-    return out
+    return sub(other, input * alpha if alpha != 1 else input)
 
 
 @tensor_method("mul", "multiply", "__mul__", "__rmul__")
@@ -304,10 +323,9 @@ def pow(input, exponent):  # noqa: A001 - PyTorch's name
     a, b = promote(input, exponent)
     if isinstance(a, Tensor) and isinstance(b, int) and b < 0 and a._dtype.category < 2:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    out = Pow.apply(a, b)
-    if isinstance(b, Tensor) and out.grad_fn is not None:  # PyTorch's names for tensor**tensor, number**tensor
-        out.grad_fn.backward_name = "PowBackward1" if isinstance(a, Tensor) else "PowBackward2"
-    return out
+    if not isinstance(b, Tensor):
+        return Pow.apply(a, b)
+    return (PowTensor if isinstance(a, Tensor) else PowScalarBase).apply(a, b)
 
 
 @tensor_method("__rpow__")
