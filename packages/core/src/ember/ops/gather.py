@@ -156,30 +156,18 @@ def _narrow_to(xp, src, shape):
 
 
 class ScatterAdd(Op):
+    """Add ``src`` into ``a`` at the positions ``index`` gives along ``dim``."""
+
+    #: how rows are written: added (``scatter_add``) or put (``scatter``)
+    write = staticmethod(add_rows)
+    #: whether the values of ``a`` that get written over lose their gradient
+    overwrites = False
+
     @staticmethod
     def forward(ctx, xp, a, src, index=None, dim=0):
         ctx.index, ctx.dim, ctx.src_shape = index, dim, src.shape
-        flat = add_rows(xp, xp.reshape(a, (-1,)), _scatter_positions(xp, a, index, dim),
-                        _narrow_to(xp, src, index.shape))
-        return xp.reshape(flat, a.shape)
-
-    @staticmethod
-    def backward(ctx, g):
-        need = ctx.needs_input_grad
-        gs = None
-        if need[1]:
-            gs = Gather.apply(g, index=ctx.index, dim=ctx.dim)
-            if tuple(gs.shape) != tuple(ctx.src_shape):
-                gs = _pad_to(gs, ctx.src_shape)
-        return (g if need[0] else None), gs
-
-
-class Scatter(Op):
-    @staticmethod
-    def forward(ctx, xp, a, src, index=None, dim=0):
-        ctx.index, ctx.dim, ctx.src_shape = index, dim, src.shape
-        flat = put_rows(xp, xp.reshape(a, (-1,)), _scatter_positions(xp, a, index, dim),
-                        _narrow_to(xp, src, index.shape))
+        flat = ctx.write(xp, xp.reshape(a, (-1,)), _scatter_positions(xp, a, index, dim),
+                         _narrow_to(xp, src, index.shape))
         return xp.reshape(flat, a.shape)
 
     @staticmethod
@@ -187,12 +175,19 @@ class Scatter(Op):
         need = ctx.needs_input_grad
         ga = gs = None
         if need[0]:
-            ga = ScatterValue.apply(g, index=ctx.index, dim=ctx.dim, value=0.0)
+            ga = ScatterValue.apply(g, index=ctx.index, dim=ctx.dim, value=0.0) if ctx.overwrites else g
         if need[1]:
             gs = Gather.apply(g, index=ctx.index, dim=ctx.dim)
             if tuple(gs.shape) != tuple(ctx.src_shape):
                 gs = _pad_to(gs, ctx.src_shape)
         return ga, gs
+
+
+class Scatter(ScatterAdd):
+    """Put ``src`` into ``a`` at the positions ``index`` gives along ``dim``."""
+
+    write = staticmethod(put_rows)
+    overwrites = True
 
 
 def _pad_to(g, shape):
