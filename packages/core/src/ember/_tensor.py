@@ -91,6 +91,13 @@ class Tensor:
         t._vv = vc[0]
         return t
 
+    @classmethod
+    def _sharing(cls, data, device, dtype, vc):
+        """A tensor over an array some other tensor owns, with its version counter (memory not counted again)."""
+        t = object.__new__(cls)
+        t._data, t._device, t._dtype, t._vc, t._nbytes = data, device, dtype, vc, 0
+        return t
+
     def __del__(self):
         try:
             self._device.mem[0] -= self._nbytes

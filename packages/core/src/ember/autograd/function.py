@@ -246,13 +246,14 @@ class Op(Node):
                     o.grad_fn = ctx
                     o._output_nr = i
             if cls.saves_output:
-                ctx._out = tuple((o._data, o._vc, o._vc[0]) for o in outs)
+                ctx._out = tuple((o._data, o._dtype, o._vc, o._vc[0]) for o in outs)
                 ctx._out_device = device
             return outs
         res._requires_grad = True
         res.grad_fn = ctx
         if cls.saves_output:
-            ctx._out = ((out, res._vc, 0),)  # the array, not the tensor: no reference cycle via grad_fn
+            # the array, not the tensor: no reference cycle through grad_fn
+            ctx._out = ((res._data, res._dtype, res._vc, 0),)
             ctx._out_device = device
         return res
 
@@ -263,9 +264,8 @@ class Op(Node):
             raise RuntimeError(FREED_MSG)
         outs = []
         device = self._out_device
-        for i, (data, vc, version) in enumerate(self._out):
-            t = Tensor._make_view(_Storage(data, device, vc), data)
-            t._base = None
+        for i, (data, dtype, vc, version) in enumerate(self._out):
+            t = Tensor._sharing(data, device, dtype, vc)
             if STATE.enabled:
                 t._requires_grad, t.grad_fn, t._output_nr = True, self, i
             if vc[0] != version:
@@ -286,17 +286,6 @@ class Op(Node):
             grads = [g if g is not None else _zeros(meta) for g, meta in zip(grads, self._out_meta)]
         res = self.backward(self, *grads)
         return res if isinstance(res, tuple) else (res,)
-
-
-class _Storage:
-    """What ``Tensor._make_view`` needs of a base, for rebuilding a saved output from its array."""
-
-    __slots__ = ("_data", "_device", "_dtype", "_vc", "_base", "_view_of")
-
-    def __init__(self, data, device, vc):
-        self._data, self._device, self._vc = data, device, vc
-        self._dtype = device.backend.from_native[data.dtype]
-        self._base = self._view_of = None
 
 
 def _zeros(meta):
