@@ -136,8 +136,7 @@ def _arith_inplace(self, other, operator, scale=1):
                 or other._device.key != self._device.key or other._data.ndim > self._data.ndim:
             return False
         value = other._data
-    elif isinstance(other, float) and self._dtype.category == 2 or isinstance(other, int) \
-            and not isinstance(other, bool) and self._dtype.category == 2:
+    elif isinstance(other, (int, float)) and not isinstance(other, bool) and self._dtype.category == 2:
         value = other
     else:
         return False
