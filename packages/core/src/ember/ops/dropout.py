@@ -1,0 +1,3 @@
+"""Dropout as ops: dropout, feature (channel) dropout."""
+
+__all__: list = []

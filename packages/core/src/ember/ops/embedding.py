@@ -1,0 +1,3 @@
+"""embedding (with padding_idx) and one_hot."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""interpolate: nearest and (bi)linear resizing."""
+
+__all__: list = []

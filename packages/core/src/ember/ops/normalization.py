@@ -1,0 +1,3 @@
+"""Normalisation as ops: batch_norm, layer_norm, group_norm."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""pad: constant, reflect, replicate and circular padding of the last dimensions."""
+
+__all__: list = []

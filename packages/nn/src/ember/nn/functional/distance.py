@@ -1,0 +1,3 @@
+"""normalize, cosine_similarity, pairwise_distance."""
+
+__all__: list = []

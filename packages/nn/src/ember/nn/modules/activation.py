@@ -1,0 +1,3 @@
+"""Activation modules: ReLU, LeakyReLU, ELU, GELU, SiLU, Tanh, Sigmoid, Softplus, Softmax, LogSoftmax, ..."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""Containers: Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict."""
+
+__all__: list = []

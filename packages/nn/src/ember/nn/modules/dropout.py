@@ -1,0 +1,3 @@
+"""Dropout layers: Dropout, Dropout1d, Dropout2d."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""Flatten and Unflatten."""
+
+__all__: list = []

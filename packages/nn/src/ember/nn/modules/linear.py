@@ -1,0 +1,3 @@
+"""Identity, Linear, Bilinear."""
+
+__all__: list = []

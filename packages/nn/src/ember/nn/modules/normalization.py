@@ -1,0 +1,3 @@
+"""Normalisation layers: BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""Recurrent layers: RNN, LSTM, GRU and their cells."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""Embedding."""
+
+__all__: list = []

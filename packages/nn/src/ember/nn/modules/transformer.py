@@ -1,0 +1,3 @@
+"""TransformerEncoderLayer (and TransformerEncoder)."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""The adagrad optimizer."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""The adam optimizer."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""The adamw optimizer."""
+
+__all__: list = []

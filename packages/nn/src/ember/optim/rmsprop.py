@@ -1,0 +1,3 @@
+"""The rmsprop optimizer."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""The sgd optimizer."""
+
+__all__: list = []
