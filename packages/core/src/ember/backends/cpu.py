@@ -95,3 +95,12 @@ def device_count() -> int:
 @hookimpl
 def ember_backends():
     return [BACKEND]
+
+
+@hookimpl
+def ember_op_kernels(backend):
+    """The NumPy kernels that beat an op's array-API forward (strided windows for convolution and pooling)."""
+    if backend.name != "cpu":
+        return {}
+    from .cpu_kernels import kernels
+    return kernels()

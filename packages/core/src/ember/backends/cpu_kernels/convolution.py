@@ -1,0 +1,3 @@
+"""NumPy kernels for the convolution ops (strided windows and one matrix multiply)."""
+
+KERNELS: dict = {}

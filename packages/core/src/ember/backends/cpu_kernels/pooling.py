@@ -1,0 +1,3 @@
+"""NumPy kernels for the pooling ops (strided windows)."""
+
+KERNELS: dict = {}
