@@ -12,6 +12,7 @@ from ember.ops.normalization import *  # noqa: F401,F403
 from ember.ops.dropout import *  # noqa: F401,F403
 from ember.ops.embedding import *  # noqa: F401,F403
 from ember.ops.loss import *  # noqa: F401,F403
+from .linear import *  # noqa: F401,F403
 from .activation import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
