@@ -1,46 +1,54 @@
-"""ember quickstart: logistic regression trained with autograd alone.
+"""ember quickstart: a small neural network learns to tell three interleaved spirals apart.
 
-Two clouds of points, labelled by which side of a line they fall on; a weight
-vector and a bias learn that line by gradient descent. Everything is the
-PyTorch you know, with ``torch`` spelled ``ember``.
+Everything is the PyTorch you know, with ``torch`` spelled ``ember``: a model
+built from ``ember.nn`` layers, a loss from ``ember.nn.functional``, an
+optimizer and a learning-rate schedule from ``ember.optim``.
 
     python examples/quickstart.py
 """
+import math
+
 import ember
+import ember.nn.functional as F
+from ember import nn
 
 ember.manual_seed(0)
 
-# --- data: 400 points in 2-D, label 1 where 2*x0 - 3*x1 + 0.5 > 0 ---------------
-n_points = 400
-x = ember.randn(n_points, 2)
-true_w, true_b = ember.tensor([[2.0], [-3.0]]), 0.5
-y = (x @ true_w + true_b > 0).float()  # (400, 1) of 0.0 / 1.0
-
-# --- model: p(label = 1 | x) = sigmoid(x @ w + b) ----------------------------------
-w = ember.zeros(2, 1, requires_grad=True)
-b = ember.zeros(1, requires_grad=True)
-learning_rate = 0.5
+# --- data: 3 spiral arms of 200 points each in 2-D; the label is the arm ------------
+classes, per_class = 3, 200
+r = ember.linspace(0.1, 1.0, per_class).repeat(classes)
+label = ember.arange(classes).repeat_interleave(per_class)
+theta = label * (2 * math.pi / classes) + 3.0 * r + 0.1 * ember.randn(classes * per_class)
+x = ember.stack([r * ember.cos(theta), r * ember.sin(theta)], dim=1)  # (600, 2)
 
 
-def binary_cross_entropy_with_logits(logits, targets):
-    """mean(log(1 + e^z) - y*z): the logistic loss written on the logits, with ember ops."""
-    return (ember.log1p(ember.exp(logits)) - targets * logits).mean()
+# --- model ----------------------------------------------------------------------------
+class SpiralNet(nn.Module):
+    def __init__(self, hidden: int = 64):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(2, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        return self.head(self.body(x))
 
 
-for step in range(201):
-    loss = binary_cross_entropy_with_logits(x @ w + b, y)
-    loss.backward()  # fills w.grad and b.grad
-    with ember.no_grad():  # the update itself is not part of the model
-        w -= learning_rate * w.grad
-        b -= learning_rate * b.grad
-    w.grad.zero_()
-    b.grad.zero_()
-    if step % 25 == 0:
-        print(f"step {step:3d}   loss {loss.item():.4f}")
+model = SpiralNet()
+print(model)
+optimizer = ember.optim.Adam(model.parameters(), lr=0.01)
+scheduler = ember.optim.lr_scheduler.StepLR(optimizer, step_size=200, gamma=0.5)
 
+# --- training -------------------------------------------------------------------------
+for step in range(401):
+    optimizer.zero_grad()
+    loss = F.cross_entropy(model(x), label)
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    if step % 50 == 0:
+        print(f"step {step:3d}   loss {loss.item():.4f}   lr {scheduler.get_last_lr()[0]:.4f}")
+
+model.eval()
 with ember.no_grad():
-    predictions = (x @ w + b > 0).float()
-    accuracy = (predictions == y).float().mean().item()
-w0, w1 = w.flatten().tolist()
-print(f"accuracy {accuracy:.3f}   learned boundary {w0:.2f}*x0 {w1:+.2f}*x1 {b.item():+.2f} = 0 "
-      f"(true: 2*x0 - 3*x1 + 0.5 = 0, up to scale)")
+    accuracy = (model(x).argmax(dim=1) == label).float().mean().item()
+print(f"accuracy {accuracy:.3f}   parameters {sum(p.numel() for p in model.parameters())}")

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "packages" / "core"
+NN = ROOT / "packages" / "nn"
 BUILD_TIMEOUT = 300  # the first build fetches hatchling, the first install numpy & co. from PyPI
 RUN_TIMEOUT = 120
 
@@ -96,9 +97,11 @@ def wheels(tmp_path_factory, uv) -> dict:
     (fakeext / "pyproject.toml").write_text(FAKEEXT_PYPROJECT)
     (fakeext / "src" / "ember" / "fakeext" / "__init__.py").write_text(FAKEEXT_INIT)
     sh(uv, "build", "--quiet", "--wheel", "--out-dir", dist, fakeext, timeout=BUILD_TIMEOUT)
+    sh(uv, "build", "--quiet", "--wheel", "--out-dir", dist, NN, timeout=BUILD_TIMEOUT)
     (core,) = dist.glob("ember_core-*.whl")
     (ext,) = dist.glob("ember_fakeext-*.whl")
-    return {"core": core, "fakeext": ext}
+    (nn,) = dist.glob("ember_nn-*.whl")
+    return {"core": core, "fakeext": ext, "nn": nn}
 
 
 def make_venv(uv, path: Path, *wheels) -> Path:
@@ -118,6 +121,12 @@ def core_env(tmp_path_factory, uv, wheels) -> Path:
 def both_env(tmp_path_factory, uv, wheels) -> Path:
     """A fresh environment with the ember-core and ember-fakeext wheels."""
     return make_venv(uv, tmp_path_factory.mktemp("both") / "venv", wheels["core"], wheels["fakeext"])
+
+
+@pytest.fixture(scope="module")
+def nn_env(tmp_path_factory, uv, wheels) -> Path:
+    """A fresh environment with the ember-core and ember-nn wheels."""
+    return make_venv(uv, tmp_path_factory.mktemp("nn") / "venv", wheels["core"], wheels["nn"])
 
 
 def run_in(python: Path, source: str, env=None) -> str:
@@ -162,8 +171,12 @@ def test_fresh_env_has_only_the_builtin_backend(core_env):
             import ember.fakeext
         except ImportError:
             print("no fakeext")
+        try:
+            import ember.nn
+        except ImportError:
+            print("no nn")
     """)
-    assert out.splitlines() == ["['cpu']", "no fakeext"]
+    assert out.splitlines() == ["['cpu']", "no fakeext", "no nn"]
 
 
 def test_console_script_runs_in_fresh_env(core_env, wheels):
@@ -204,3 +217,36 @@ def test_sibling_distribution_on_another_path_entry(tmp_path, uv, wheels, core_e
     assert core_file.startswith(str(core_env.parents[1]))
     assert ext_file == str(target / "ember" / "fakeext" / "__init__.py")
     assert greeting == "hello from ember-fakeext"
+
+
+def test_nn_wheel_holds_nn_and_optim_but_not_ember_init(wheels):
+    with zipfile.ZipFile(wheels["nn"]) as whl:
+        names = set(whl.namelist())
+    assert {"ember/nn/__init__.py", "ember/nn/functional/__init__.py", "ember/optim/__init__.py"} <= names
+    assert "ember/__init__.py" not in names
+
+
+def test_core_and_nn_wheels_train_a_model_in_a_fresh_env(nn_env):
+    out = run_in(nn_env, """
+        import ember
+        from ember import nn
+        ember.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+        opt = ember.optim.SGD(model.parameters(), lr=0.1)
+        x = ember.randn(32, 3)
+        y = x.sum(1, keepdim=True)
+        losses = []
+        for _ in range(50):
+            opt.zero_grad()
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        print(nn.__file__)
+        print(losses[-1] < losses[0] / 10, list(model.state_dict()))
+    """)
+    where, result = out.splitlines()
+    assert where.startswith(str(nn_env.parents[1]))
+    assert result == "True ['0.weight', '0.bias', '2.weight', '2.bias']"
+    info = sh(nn_env.parent / "ember", "info")
+    assert "ember-nn 0.1.0" in info

@@ -176,3 +176,30 @@ def test_shape_op_grad_fn_names():
 def test_shape_errors(device, call, exc, msg):
     with pytest.raises(exc, match=msg):
         call(ember.zeros(2, 3, device=device))
+
+
+# -- repeat_interleave -----------------------------------------------------------------
+
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4)), st.data())
+@settings(max_examples=40, deadline=None)
+def test_repeat_interleave_matches_numpy_repeat(a, data):
+    dim = data.draw(st.integers(0, a.ndim - 1))
+    counts = data.draw(st.lists(st.integers(0, 3), min_size=a.shape[dim], max_size=a.shape[dim]))
+    got = ember.tensor(a).repeat_interleave(ember.tensor(counts), dim=dim)
+    np.testing.assert_array_equal(got.numpy(), np.repeat(a, counts, axis=dim))
+    np.testing.assert_array_equal(ember.tensor(a).repeat_interleave(2).numpy(), np.repeat(a.reshape(-1), 2))
+
+
+def test_repeat_interleave_of_counts_alone_and_its_gradient():
+    assert ember.repeat_interleave(ember.tensor([1, 0, 2])).tolist() == [0, 2, 2]
+    x = rand64(2, 3)
+    check_grads(lambda t: t.repeat_interleave(ember.tensor([2, 1]), dim=0), x)
+    x.repeat_interleave(3, dim=1).sum().backward()
+    assert x.grad.tolist() == [[3.0] * 3] * 2
+
+
+def test_repeat_interleave_rejects_bad_repeats():
+    with pytest.raises(RuntimeError, match="repeats must be 0-dim or 1-dim tensor with 2 elements"):
+        ember.ones(2, 2).repeat_interleave(ember.tensor([1, 2, 3]), dim=0)
+    with pytest.raises(RuntimeError, match="negative"):
+        ember.ones(2).repeat_interleave(-1)

@@ -1,5 +1,5 @@
 """Building and rearranging tensors: ``cat``/``concat``/``concatenate``, ``stack``, ``hstack``,
-``vstack``, ``flip``, ``roll``, ``repeat``, ``tile``, ``tril``/``triu``, ``where``, ``nonzero``,
+``vstack``, ``flip``, ``roll``, ``repeat``, ``tile``, ``repeat_interleave``, ``tril``/``triu``, ``where``, ``nonzero``,
 ``masked_fill``; all differentiable where PyTorch's are.
 
 >>> import ember
@@ -11,12 +11,16 @@ ember.Size([1, 2, 2])
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _dtype as dt
 from ..autograd.function import Op
+from .creation import arange, tensor
+from .gather import index_select
 from ._common import Tensor, cast_scalar, promote, sum_to, tensor_method, wrap_dim
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "flip", "fliplr", "flipud", "roll",
-           "tile", "tril", "triu", "where", "nonzero", "masked_fill"]
+           "tile", "repeat_interleave", "tril", "triu", "where", "nonzero", "masked_fill"]
 
 
 # -- joining ------------------------------------------------------------------------
@@ -300,6 +304,40 @@ def tile(input, dims):
     pad = input._data.ndim - len(dims)
     return repeat(input, (1,) * max(pad, 0) + dims)
 
+
+
+@tensor_method()
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Each element repeated ``repeats`` times in place (``repeats`` an int or a tensor, one count per element).
+
+    Without ``dim`` the input is flattened first. ``repeat_interleave(counts)`` alone repeats each index
+    ``i`` ``counts[i]`` times. The result is an ``index_select``, so its gradient sums the copies.
+
+    >>> import ember
+    >>> ember.tensor([1, 2]).repeat_interleave(2)
+    tensor([1, 1, 2, 2])
+    >>> ember.tensor([[1, 2], [3, 4]]).repeat_interleave(ember.tensor([1, 2]), dim=0)
+    tensor([[1, 2],
+            [3, 4],
+            [3, 4]])
+    """
+    if repeats is None:  # repeat_interleave(counts): the indices, each repeated by its count
+        repeats, input = input, arange(len(input), device=input.device)
+    if dim is None:
+        input, dim = input.reshape(-1), 0
+    dim = wrap_dim(dim, input._data.ndim)
+    n = input.shape[dim]
+    counts = np.asarray(repeats.tolist() if isinstance(repeats, Tensor) else repeats, dtype=np.int64)
+    if counts.ndim > 1 or (counts.ndim == 1 and counts.size not in (1, n)):
+        raise RuntimeError(f"repeats must be 0-dim or 1-dim tensor with {n} elements along dim {dim}, got "
+                           f"shape {list(counts.shape)}")
+    if (counts < 0).any():
+        raise RuntimeError("repeats can not be negative")
+    index = np.repeat(np.arange(n), counts.reshape(-1) if counts.ndim else int(counts))
+    if output_size is not None and output_size != len(index):
+        raise RuntimeError(f"allocated size does not match required size: output_size={output_size}, "
+                           f"needed {len(index)}")
+    return index_select(input, dim, tensor(index, device=input.device))
 
 class Tril(Op):
     """Keep the lower triangle; the gradient is masked the same way."""
