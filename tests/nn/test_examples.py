@@ -1,0 +1,17 @@
+"""The examples a newcomer runs first do what their docstrings promise."""
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_quickstart_trains_the_spiral_classifier():
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "quickstart.py")], capture_output=True,
+                          text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "SpiralNet(" and "(head): Linear(in_features=64, out_features=3, bias=True)" in lines
+    first_loss = float(next(l for l in lines if l.startswith("step   0")).split()[3])
+    accuracy = float(lines[-1].split()[1])
+    assert first_loss > 1.0 and accuracy >= 0.97, proc.stdout
