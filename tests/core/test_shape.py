@@ -203,3 +203,9 @@ def test_repeat_interleave_rejects_bad_repeats():
         ember.ones(2, 2).repeat_interleave(ember.tensor([1, 2, 3]), dim=0)
     with pytest.raises(RuntimeError, match="negative"):
         ember.ones(2).repeat_interleave(-1)
+
+
+def test_stack_of_zero_dim_tensors_promotes_like_any_other():
+    a, b = ember.tensor(1.0), ember.tensor(2.0, dtype=ember.float64)
+    assert ember.stack([a, b]).dtype == ember.float64  # PyTorch: float64; 0-d inputs are not "scalars" here
+    assert ember.cat([ember.ones(1, dtype=ember.int32), ember.ones(1)]).dtype == ember.float32

@@ -127,3 +127,28 @@ def test_memory_is_shared_by_views_not_by_clones():
     assert v.data_ptr() == a.data_ptr() and c.data_ptr() != a.data_ptr()
     a.numpy()[0] = 42.0
     assert v[0, 0].item() == 42.0 and c[0].item() == 0.0
+
+
+def test_deepcopy_copies_leaves_with_grad_and_keeps_sharing_inside_one_copy():
+    import copy
+    t = ember.ones(2, requires_grad=True)
+    (t * 2).sum().backward()
+    state = copy.deepcopy({"a": t, "b": t, "c": ember.arange(3)})
+    assert state["a"] is state["b"] and state["a"] is not t
+    assert state["a"].requires_grad and state["a"].grad.tolist() == [2.0, 2.0]
+    state["a"].data.fill_(5.0)
+    assert t.tolist() == [1.0, 1.0] and state["c"].tolist() == [0, 1, 2]
+    with pytest.raises(RuntimeError, match="graph leaves.*MulBackward0"):
+        copy.deepcopy(t * 2)
+
+
+def test_sibling_packages_resolve_as_attributes_after_import_ember(monkeypatch):
+    import subprocess
+    import sys
+    code = "import ember; print(ember.optim.__name__, ember.nn.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["ember.optim", "ember.nn"], out.stderr
+    monkeypatch.setitem(sys.modules, "ember.tune", None)  # as if ember-tune were not installed
+    monkeypatch.delattr(ember, "tune", raising=False)
+    with pytest.raises(AttributeError, match="install ember-tune"):
+        ember.tune  # noqa: B018

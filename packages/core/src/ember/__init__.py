@@ -63,6 +63,23 @@ from .backends import cpu as _cpu  # noqa: E402,F401
 
 globals()["bool"] = bool_
 
+_SIBLINGS = ("nn", "optim", "data", "parallel", "tune", "onnx")
+
+
+def __getattr__(name):
+    """``ember.nn``, ``ember.optim``, ...: imported on first use, as ``torch.optim`` works after ``import torch``."""
+    if name in _SIBLINGS:
+        import importlib
+        try:
+            return importlib.import_module(f"ember.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"ember.{name}":
+                raise
+            dist = {"optim": "nn", "onnx": "core[onnx]"}.get(name, name)
+            raise AttributeError(f"module 'ember' has no attribute {name!r}: install ember-{dist} "
+                                 f"(`pip install ember-{dist}`) to get ember.{name}") from None
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")
+
 # 1/0, log(0), overflow: results are inf/nan as in PyTorch, which stays silent about them; NumPy would warn
 # from inside ember's ops. Only warnings raised in ember's own modules are silenced.
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember(\.|$)")

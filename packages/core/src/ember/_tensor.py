@@ -395,6 +395,24 @@ class Tensor:
     def __reduce__(self):
         raise TypeError("ember tensors are not pickled; save them with ember.save(obj, path) (safetensors)")
 
+    def __deepcopy__(self, memo):
+        """``copy.deepcopy``: a new leaf with copied data, the same ``requires_grad`` and a copied ``.grad``.
+
+        As in PyTorch, only graph leaves can be deep-copied (``copy.deepcopy(model.state_dict())``).
+        """
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               f"protocol at the moment; this one was made by {self.grad_fn.name()}. Deep-copy "
+                               "t.detach() instead")
+        if id(self) not in memo:
+            new = self.detach().clone()
+            if self._requires_grad:
+                new.requires_grad_(True)
+            if self._grad is not None:
+                new._grad = self._grad.__deepcopy__(memo)
+            memo[id(self)] = new
+        return memo[id(self)]
+
     __array_priority__ = 1000
 
 

@@ -60,16 +60,6 @@ def _tensor_list(tensors, fn):
     return tensors
 
 
-def _result(dtype, t):
-    a, _ = promote(_empty_of(dtype, t), t)
-    return a._dtype
-
-
-def _empty_of(dtype, like):
-    from .creation import empty
-    return empty(0, dtype=dtype, device=like._device)
-
-
 @tensor_method()
 def cat(tensors, dim=0, *, out=None):
     """Tensors joined along an existing dimension; all other sizes must match. Dtypes promote.
@@ -108,10 +98,11 @@ def cat(tensors, dim=0, *, out=None):
 
 
 def _result_dtype(tensors):
+    """The dtype ``cat`` and ``stack`` give: every input counts fully (zero-dim ones too, as in PyTorch)."""
     want = tensors[0]._dtype
     for t in tensors[1:]:
         if t._dtype is not want:
-            want = _result(want, t)
+            want = dt.promote_types(want, t._dtype)
     return want
 
 
