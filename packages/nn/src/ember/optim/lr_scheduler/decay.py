@@ -133,8 +133,6 @@ class CosineAnnealingLR(LRScheduler):
         epoch, t_max, eta_min = self.last_epoch, self.T_max, self.eta_min
         if self._is_initial:
             return group_values(self.optimizer, "lr")
-        if self._step_count == 1 and epoch > 0:  # resumed at a later epoch: start from the closed form
-            return self._get_closed_form_lr()
         if (epoch - 1 - t_max) % (2 * t_max) == 0:  # the bottom of the curve: the ratio below would be 0/0
             return [group["lr"] + (base_lr - eta_min) * (1 - math.cos(math.pi / t_max)) / 2
                     for base_lr, group in zip(self.base_lrs, groups)]
