@@ -500,3 +500,50 @@ def test_scheduler_warning_needs_optimizer_step_first():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         sched2.step()
+
+
+def test_checkpoint_of_model_optimizer_and_scheduler_resumes_bit_for_bit():
+    """The seed's checkpoint dict (epoch, model, optimizer, scheduler): resuming gives the same parameters."""
+    from ember import nn
+    rng = np.random.default_rng(3)
+    x = ember.tensor(rng.standard_normal((16, 4)).astype(np.float32))
+    y = ember.tensor(rng.standard_normal((16, 2)).astype(np.float32))
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.hidden = nn.Linear(4, 8)
+            self.out = nn.Linear(8, 2)
+
+        def forward(self, inputs):
+            return self.out(self.hidden(inputs).tanh())
+
+    def build():
+        ember.manual_seed(0)
+        model = MLP()
+        opt = AdamW(model.parameters(), lr=0.05, amsgrad=True)
+        sched = ember.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=12)
+        return model, opt, sched
+
+    def train(model, opt, sched, steps):
+        for _ in range(steps):
+            opt.zero_grad()
+            ((model(x) - y) ** 2).mean().backward()
+            opt.step()
+            sched.step()
+
+    model, opt, sched = build()
+    train(model, opt, sched, 5)
+    checkpoint = snapshot({"epoch": 5, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                           "scheduler": sched.state_dict()})
+    train(model, opt, sched, 6)
+
+    model2, opt2, sched2 = build()
+    model2.load_state_dict(checkpoint["model"])
+    opt2.load_state_dict(checkpoint["optimizer"])
+    sched2.load_state_dict(checkpoint["scheduler"])
+    assert isinstance(opt2.param_groups[0]["params"][0], nn.Parameter)
+    train(model2, opt2, sched2, 6)
+    for (name, p), p2 in zip(model.named_parameters(), model2.parameters()):
+        assert np.array_equal(p.detach().numpy(), p2.detach().numpy()), name
+    assert opt2.param_groups[0]["betas"] == opt.param_groups[0]["betas"]
