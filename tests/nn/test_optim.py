@@ -311,6 +311,11 @@ def test_first_step_state_layout():
     assert sorted(rms.state[p]) == ["grad_avg", "momentum_buffer", "square_avg", "step"]
     ada = Adagrad([p], initial_accumulator_value=0.5)  # Adagrad makes its state with the optimizer
     assert ada.state[p]["sum"].tolist() == [0.5, 0.5] and ada.state[p]["step"].item() == 0.0
+    late = ember.ones(1, requires_grad=True)
+    late.grad = ember.ones(1)
+    ada.add_param_group({"params": [late], "lr": 1.0})  # a later group's state is made at its first step
+    ada.step()
+    assert ada.state[late]["sum"].tolist() == [1.5] and ada.state[late]["step"].item() == 1.0
 
 
 def test_repr_is_pytorchs():

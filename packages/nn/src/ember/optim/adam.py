@@ -5,7 +5,7 @@ import math
 
 import ember
 
-from .optimizer import (Optimizer, advance_step, bump, check_differentiable, check_options, grad_array,
+from .optimizer import (Optimizer, Scratch, advance_step, bump, check_differentiable, check_options, grad_array,
                         new_step_tensor)
 
 __all__ = ["Adam"]
@@ -80,23 +80,25 @@ class Adam(Optimizer):
                         p._data *= 1 - lr * weight_decay
                     g = grad_array(p, group["maximize"], 0 if decoupled else weight_decay)
                     m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
-                    diff = g - m
-                    diff *= 1 - beta1
-                    m += diff
-                    sq = g * g
-                    sq *= 1 - beta2
+                    xp = p._device.backend.xp
+                    scratch = Scratch(xp, m)
+                    tmp = scratch("subtract", g, m)
+                    tmp *= 1 - beta1
+                    m += tmp
+                    tmp = scratch("multiply", g, g)
+                    tmp *= 1 - beta2
                     v *= beta2
-                    v += sq
+                    v += tmp
                     step_size = lr / (1 - beta1 ** t)
                     if amsgrad:
                         v_max = state["max_exp_avg_sq"]
-                        v_max._data[...] = p._device.backend.xp.maximum(v_max._data, v)
+                        v_max._data[...] = xp.maximum(v_max._data, v)
                         bump(v_max)
                         v = v_max._data
-                    denom = p._device.backend.xp.sqrt(v)
+                    denom = xp.sqrt(v)
                     denom /= math.sqrt(1 - beta2 ** t)
                     denom += eps
-                    update = m * -step_size
+                    update = scratch("multiply", m, -step_size)
                     update /= denom
                     p._data += update
                     bump(p, state["exp_avg"], state["exp_avg_sq"])

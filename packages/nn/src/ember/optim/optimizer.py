@@ -401,3 +401,29 @@ def check_differentiable(differentiable: bool, fused, foreach) -> None:
                                   "place outside autograd")
     if fused and foreach:
         raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+_TAKES_OUT: dict = {}
+
+
+class Scratch:
+    """One reusable array for the temporaries of one parameter's update.
+
+    ``scratch("multiply", a, b)`` computes ``xp.multiply(a, b)`` into the
+    scratch array when the backend's elementwise functions take ``out=``
+    (NumPy's and CuPy's ufuncs), and into a fresh array otherwise (the array
+    API has no ``out=``). Each call overwrites the previous result.
+    """
+
+    __slots__ = ("xp", "out")
+
+    def __init__(self, xp, like):
+        self.xp = xp
+        takes_out = _TAKES_OUT.get(id(xp))
+        if takes_out is None:
+            takes_out = _TAKES_OUT[id(xp)] = hasattr(xp.multiply, "nout")
+        self.out = xp.empty_like(like) if takes_out else None
+
+    def __call__(self, name: str, *arrays):
+        fn = getattr(self.xp, name)
+        return fn(*arrays) if self.out is None else fn(*arrays, out=self.out)

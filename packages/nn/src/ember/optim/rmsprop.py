@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import (Optimizer, advance_step, bump, check_differentiable, check_options, grad_array,
+from .optimizer import (Optimizer, Scratch, advance_step, bump, check_differentiable, check_options, grad_array,
                         new_step_tensor)
 
 __all__ = ["RMSprop"]
@@ -69,17 +69,18 @@ class RMSprop(Optimizer):
                     xp = p._device.backend.xp
                     g = grad_array(p, group["maximize"], group["weight_decay"])
                     v = state["square_avg"]._data
-                    sq = g * g
-                    sq *= 1 - alpha
+                    scratch = Scratch(xp, v)
+                    tmp = scratch("multiply", g, g)
+                    tmp *= 1 - alpha
                     v *= alpha
-                    v += sq
+                    v += tmp
                     touched = [p, state["square_avg"]]
                     if group["centered"]:
                         a = state["grad_avg"]._data
-                        diff = g - a
-                        diff *= 1 - alpha
-                        a += diff
-                        denom = xp.sqrt(v - a * a)
+                        tmp = scratch("subtract", g, a)
+                        tmp *= 1 - alpha
+                        a += tmp
+                        denom = xp.sqrt(v - scratch("multiply", a, a))
                         touched.append(state["grad_avg"])
                     else:
                         denom = xp.sqrt(v)
@@ -87,11 +88,11 @@ class RMSprop(Optimizer):
                     if momentum > 0:
                         b = state["momentum_buffer"]._data
                         b *= momentum
-                        b += g / denom
-                        p._data -= lr * b
+                        b += scratch("divide", g, denom)
+                        p._data -= scratch("multiply", b, lr)
                         touched.append(state["momentum_buffer"])
                     else:
-                        update = g * -lr
+                        update = scratch("multiply", g, -lr)
                         update /= denom
                         p._data += update
                     bump(*touched)
