@@ -165,7 +165,8 @@ class BatchNormInference(Op):
         shift = -running_mean * scale
         if bias is not None:
             shift = shift + bias
-        return x * xp.reshape(scale, shape) + xp.reshape(shift, shape)
+        # per-channel factors in the input's dtype: float64 statistics do not turn a float32 output into float64
+        return x * xp.reshape(xp.astype(scale, x.dtype), shape) + xp.reshape(xp.astype(shift, x.dtype), shape)
 
     @staticmethod
     def backward(ctx, g):
