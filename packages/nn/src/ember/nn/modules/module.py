@@ -91,7 +91,7 @@ class Module(StateDictMixin, HooksMixin):
             _forward_hooks_with_kwargs={}, _forward_hooks_always_called={}, _backward_pre_hooks=OrderedDict(),
             _backward_hooks=OrderedDict(), _is_full_backward_hook=None, _state_dict_pre_hooks=OrderedDict(),
             _state_dict_hooks=OrderedDict(), _load_state_dict_pre_hooks=OrderedDict(),
-            _load_state_dict_post_hooks=OrderedDict())
+            _load_state_dict_post_hooks=OrderedDict(), _call_hook_ids={})
         if self.call_super_init:
             super().__init__(*args, **kwargs)
 
@@ -406,7 +406,7 @@ class Module(StateDictMixin, HooksMixin):
         return self
 
     def to(self, *args, **kwargs) -> "Module":
-        """Move and/or cast parameters and buffers: ``to(device)``, ``to(dtype)``, ``to(tensor)``, ``to(device, dtype)``.
+        """Move and/or cast parameters and buffers: ``to(device)``, ``to(dtype)``, ``to(tensor)``, ``to(device, dtype)``
 
         A dtype applies to floating-point parameters and buffers only (integer
         buffers such as ``num_batches_tracked`` keep theirs). In place; returns ``self``.
