@@ -58,7 +58,8 @@ def test_reassignment_checks_the_kind():
     m.x = None
     assert m._parameters == {"x": None} and m.x is None
     m.s = nn.Linear(1, 1)
-    with pytest.raises(TypeError, match=r"cannot assign 'int' as child module 's' \(ember.nn.Module or None expected\)"):
+    with pytest.raises(TypeError, match=r"cannot assign 'int' as child module 's' \(ember.nn.Module or None "
+                                        r"expected\)"):
         m.s = 3
     m.register_buffer("bb", ember.ones(1))
     with pytest.raises(TypeError, match=r"cannot assign 'int' as buffer 'bb'"):

@@ -406,7 +406,7 @@ class Module(StateDictMixin, HooksMixin):
         return self
 
     def to(self, *args, **kwargs) -> "Module":
-        """Move and/or cast parameters and buffers: ``to(device)``, ``to(dtype)``, ``to(tensor)``, ``to(device, dtype)``.
+        """Move and/or cast parameters and buffers: ``to(device)``, ``to(dtype)``, ``to(tensor)``, ``to(device, dtype)``
 
         A dtype applies to floating-point parameters and buffers only (integer
         buffers such as ``num_batches_tracked`` keep theirs). In place; returns ``self``.
