@@ -139,6 +139,16 @@ def test_linear_module_parameters_and_repr():
     np.testing.assert_allclose(fc(x).detach().numpy(), expected, rtol=1e-5, atol=1e-6)
 
 
+def test_linear_module_on_each_backend(device):
+    fc = nn.Linear(3, 2, device=device)
+    assert fc.weight.device.type == device and fc.bias.device.type == device
+    x = ember.ones(4, 3, device=device)
+    fc(x).sum().backward()
+    np.testing.assert_allclose(fc.weight.grad.numpy(force=True), np.full((2, 3), 4.0))
+    moved = nn.Linear(3, 2).to(device)
+    assert moved(x).device.type == device
+
+
 def test_linear_default_init_is_uniform_within_one_over_sqrt_fan_in():
     ember.manual_seed(0)
     fc = nn.Linear(16, 400)

@@ -258,6 +258,7 @@ def test_dtype_conversion_in_place_floats_only():
     assert m.to(dtype=ember.float32).lin.weight.dtype == ember.float32
     assert m.to(ember.ones(1, dtype=ember.float64)).lin.weight.dtype == ember.float64
     assert m.cpu() is m and m.type(ember.float32).lin.weight.dtype == ember.float32
+    assert m.to("cpu", ember.float64, True).lin.weight.dtype == ember.float64  # (device, dtype, non_blocking)
 
 
 def test_to_integer_dtype_is_rejected():

@@ -102,8 +102,10 @@ def test_always_call_hook_runs_when_forward_raises():
     with pytest.raises(ValueError, match="boom"):
         b(1)
     assert calls == [("always", None)]
-    removable = Bad().register_forward_hook(lambda *a: None, always_call=True)
-    removable.remove()
+    other = Bad()
+    other.register_forward_hook(lambda *a: None, always_call=True, with_kwargs=True).remove()
+    assert not (other._forward_hooks or other._forward_hooks_always_called or other._forward_hooks_with_kwargs
+                or other._call_hook_ids)
 
 
 def test_global_forward_hooks_apply_to_every_module():

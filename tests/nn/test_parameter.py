@@ -104,6 +104,7 @@ def test_memory_counted_once_while_either_lives():
 def test_buffer_carries_persistence_and_registers_as_plain_tensor():
     b = nn.Buffer(ember.zeros(2), persistent=False)
     assert isinstance(b, ember.Tensor) and b.persistent is False and not b.requires_grad
+    assert repr(b) == "tensor([0., 0.])"
     m = nn.Module()
     m.steps = b
     m.count = nn.Buffer(ember.tensor([3]))

@@ -8,6 +8,7 @@ come from does. Every expected printout was produced by running the same code un
 printed strings are compared with ``torch.`` read as ``ember.``.
 """
 import re
+from collections import OrderedDict
 from functools import partial
 
 import pytest
@@ -429,3 +430,33 @@ def test_test_net_skeleton():
 
     x = ember.ones(2)
     assert TestNet()(x) is x and repr(TestNet()) == "TestNet()"
+
+
+# -- seeds/000 6.1: freezing a pretrained backbone, by requires_grad or by a hook --------------------------------
+
+def _transfer_model():
+    backbone = nn.Sequential(nn.Linear(4, 3), nn.Linear(3, 3))
+    model = nn.Sequential(OrderedDict([("backbone", backbone), ("head", nn.Linear(3, 2))]))
+    return model, backbone
+
+
+def test_freezing_by_requires_grad():
+    model, backbone = _transfer_model()
+    backbone.requires_grad_(False)
+    model(ember.ones(5, 4)).sum().backward()
+    assert all(p.grad is None for p in backbone.parameters())
+    assert all(p.grad is not None for p in model.head.parameters())
+    assert [n for n, p in model.named_parameters() if p.requires_grad] == ["head.weight", "head.bias"]
+
+
+def test_freezing_by_hooks_that_zero_the_gradients():
+    model, backbone = _transfer_model()
+    for p in backbone.parameters():
+        p.register_hook(lambda grad: ember.zeros_like(grad))
+    # a full backward hook fixing grad_input to 0 stops the gradient before anything below the layer
+    model.head.register_full_backward_hook(lambda module, grad_input, grad_output: (ember.zeros_like(grad_input[0]),))
+    x = ember.ones(5, 4, requires_grad=True)
+    model(x).sum().backward()
+    assert all(not p.grad.any().item() for p in backbone.parameters())
+    assert not x.grad.any().item()
+    assert model.head.weight.grad.abs().sum().item() > 0

@@ -60,8 +60,11 @@ def _take_over(t: Tensor, new: Tensor) -> None:
     """Make ``t`` hold ``new``'s array (``t.data = new``), keeping ``t``'s identity and the memory count right."""
     if new is t:
         return
-    t._device.mem[0] -= t._nbytes
+    old_device, old_bytes = t._device, t._nbytes
     t._data, t._dtype, t._device = new._data, new._dtype, new._device
+    if (new._base if new._base is not None else new) is t:
+        return  # a view of t's own memory: still counted by t
+    old_device.mem[0] -= old_bytes
     take_memory_count(t, new)
 
 
@@ -415,7 +418,7 @@ class Module(StateDictMixin, HooksMixin):
         >>> ember.nn.Linear(2, 2).to(ember.float64).weight.dtype
         ember.float64
         """
-        dtype, device, _ = _parse_to(args, dict(kwargs))
+        dtype, device, _ = _parse_to(tuple(a for a in args if not isinstance(a, bool)), dict(kwargs))
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
