@@ -112,3 +112,12 @@ def test_unknown_devices_are_errors(two_cpus):
         ember.memory_allocated(0)
     with pytest.raises(RuntimeError, match="device cpu:5 does not exist"):
         ember.synchronize("cpu:5")
+
+
+def test_setting_data_moves_the_memory_count_instead_of_keeping_the_old_bytes():
+    base = ember.memory_allocated()
+    t = ember.zeros(1000)  # 4000 bytes
+    t.data = ember.zeros(10, dtype=ember.float64)  # the old 4000 bytes are freed, the new 80 counted once
+    assert ember.memory_allocated() - base == 80
+    del t
+    assert ember.memory_allocated() == base

@@ -241,9 +241,30 @@ class Tensor:
     def data(self, value):
         if not isinstance(value, Tensor):
             raise TypeError(f"Tensor.data must be set to a Tensor, got {type(value).__name__}")
-        self._data = value._data
-        self._dtype = value._dtype
-        self._device = value._device
+        self._take_over(value)
+
+    def _take_over(self, new):
+        """Hold ``new``'s array, dtype and device (``self.data = new``), keeping the memory count right."""
+        if new is self:
+            return
+        old_device, old_bytes = self._device, self._nbytes
+        self._data, self._dtype, self._device = new._data, new._dtype, new._device
+        if (new._base if new._base is not None else new) is self:
+            return  # a view of self's own memory: still counted by self
+        old_device.mem[0] -= old_bytes
+        self._nbytes = 0
+        self._count_memory_of(new)
+
+    def _count_memory_of(self, source):
+        """Count the bytes of ``source``'s storage, which this tensor now holds too, in place of its owner.
+
+        The owner keeps this tensor alive from then on, so the bytes stay counted
+        exactly once for as long as either of them lives.
+        """
+        owner = source._base if source._base is not None else source
+        if owner._nbytes and owner is not self:
+            self._nbytes, owner._nbytes = owner._nbytes, 0
+            owner._accounted_by = self
 
     def detach(self):
         """A tensor sharing this one's data and version counter, cut off from the graph."""

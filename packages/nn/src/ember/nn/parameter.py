@@ -20,22 +20,8 @@ def _alias(cls, data):
     if not isinstance(data, Tensor):
         raise TypeError(f"{cls.__name__}(): data must be a Tensor, but got {type(data).__name__}")
     t = cls._sharing(data._data, data._device, data._dtype, data._vc)
-    take_memory_count(t, data)
+    t._count_memory_of(data)
     return t
-
-
-def take_memory_count(t, source):
-    """Let ``t``, which now holds ``source``'s array, count that memory instead of the tensor owning it.
-
-    The owner then keeps ``t`` alive, so the bytes stay counted exactly once
-    for as long as either of them lives.
-    """
-    owner = source._base if source._base is not None else source
-    if owner._nbytes and owner is not t:
-        t._nbytes, owner._nbytes = owner._nbytes, 0
-        owner._accounted_by = t
-    else:
-        t._nbytes = 0
 
 
 class Parameter(Tensor):

@@ -31,7 +31,7 @@ from collections import OrderedDict
 from ember import Tensor, no_grad
 from ember.ops.conversion import _parse_to
 
-from ..parameter import Buffer, Parameter, _alias, take_memory_count
+from ..parameter import Buffer, Parameter, _alias
 from ._hooks import (HooksMixin, register_module_forward_hook, register_module_forward_pre_hook,
                      register_module_full_backward_hook, register_module_full_backward_pre_hook)
 from ._state_dict import StateDictMixin
@@ -54,18 +54,6 @@ def _addindent(text: str, spaces: int) -> str:
         return text
     pad = " " * spaces
     return lines[0] + "\n" + "\n".join(pad + line for line in lines[1:])
-
-
-def _take_over(t: Tensor, new: Tensor) -> None:
-    """Make ``t`` hold ``new``'s array (``t.data = new``), keeping ``t``'s identity and the memory count right."""
-    if new is t:
-        return
-    old_device, old_bytes = t._device, t._nbytes
-    t._data, t._dtype, t._device = new._data, new._dtype, new._device
-    if (new._base if new._base is not None else new) is t:
-        return  # a view of t's own memory: still counted by t
-    old_device.mem[0] -= old_bytes
-    take_memory_count(t, new)
 
 
 class Module(StateDictMixin, HooksMixin):
@@ -399,9 +387,9 @@ class Module(StateDictMixin, HooksMixin):
             for param in self._parameters.values():
                 if param is None:
                     continue
-                _take_over(param, fn(param))
+                param._take_over(fn(param))
                 if param.grad is not None:
-                    _take_over(param.grad, fn(param.grad))
+                    param.grad._take_over(fn(param.grad))
             buffers = self._buffers
             for key, buf in buffers.items():
                 if buf is not None:
