@@ -23,7 +23,6 @@ from ._common import Tensor, promote
 from .loss_common import (broadcast_pair, check_tensor, constant_argument, dtype_name, get_reduction, grad_scale,
                           reduce_array, reduce_tensor, warn_at_caller)
 from .pointwise import not_implemented_for
-from .softmax import _shifted
 
 __all__ = ["cross_entropy", "nll_loss", "kl_div"]
 
@@ -34,44 +33,70 @@ def _class_shape(ndim: int, n_classes: int) -> tuple:
     return (1, n_classes) + (1,) * (ndim - 2)
 
 
-def _target_weights(xp, target, weight, ignore_index, dtype):
-    """The target with ignored entries set to class 0 (safe to index with), the mask of kept entries, and each
-    entry's weight: its class's weight (1 without ``weight``), 0 where ignored."""
-    keep = target != ignore_index
-    safe = xp.where(keep, target, xp.zeros_like(target))
-    if weight is None:
-        return safe, keep, xp.astype(keep, dtype)
-    picked = xp.reshape(xp.take(weight, xp.reshape(safe, (-1,))), safe.shape)
-    return safe, keep, xp.where(keep, picked, xp.zeros_like(picked))
+def _remember_targets(ctx, xp, x, target, weight, ignore_index, may_ignore):
+    """Keep on ``ctx`` what forward and backward need about the targets: ``safe`` (ignored entries set to class
+    0, so they can index), ``keep`` (the mask of counted entries; None when all count) and ``w`` (each entry's
+    weight, its class's weight and 0 where ignored; None when all are 1)."""
+    ctx.xp, ctx.shape, ctx.dtype = xp, x.shape, x.dtype
+    keep = safe = w = None
+    if may_ignore:
+        keep = target != ignore_index
+        safe = xp.where(keep, target, xp.zeros_like(target))
+    else:
+        safe = target
+    if weight is not None:
+        w = xp.reshape(xp.take(weight, xp.reshape(safe, (-1,))), safe.shape)
+        if keep is not None:
+            w = xp.where(keep, w, xp.zeros_like(w))
+    elif keep is not None:
+        w = xp.astype(keep, x.dtype)
+    ctx.safe, ctx.keep, ctx.w = safe, keep, w
 
 
 def _pick(xp, a, safe):
     """``a[n, safe[n, ...], ...]``: each target's entry along the class dimension 1."""
+    if a.ndim == 2:  # flat positions n * C + t: one take, much cheaper than take_along_axis on NumPy
+        n, c = a.shape
+        return xp.take(xp.reshape(a, (-1,)), xp.arange(n, dtype=safe.dtype) * c + safe)
     return xp.squeeze(xp.take_along_axis(a, xp.expand_dims(safe, axis=1), axis=1), axis=1)
 
 
-def _weighted_reduce(ctx, xp, losses, weights, reduction):
-    """``losses`` reduced; 'mean' divides by the summed ``weights`` (kept in ``ctx.denom`` for backward)."""
+def _reduce(ctx, xp, losses, reduction):
+    """``losses`` reduced; 'mean' divides by the summed weights of the kept targets (``ctx.denom``)."""
     ctx.reduction = reduction
     if reduction == "mean":
-        ctx.denom = float(xp.sum(weights))
+        ctx.denom = float(xp.sum(ctx.w)) if ctx.w is not None else losses.size
         return xp.sum(losses) / ctx.denom
     return reduce_array(xp, losses, reduction)
 
 
-def _scale(ctx, g):
-    return g / ctx.denom if ctx.reduction == "mean" else g
+def _per_element(ctx, g, factor, tensors):
+    """The incoming gradient scaled by the reduction and by ``factor`` (a per-element array or None), with a
+    class axis to broadcast over: an ember tensor when ``tensors`` (create_graph), else an array."""
+    if tensors:
+        c = g / ctx.denom if ctx.reduction == "mean" else g
+        if factor is not None:
+            c = c * Tensor._make(factor, g._device)
+        return c.unsqueeze(1) if c.ndim else c
+    c = g._data / ctx.denom if ctx.reduction == "mean" else g._data
+    if factor is not None:
+        c = c * factor
+    return ctx.xp.expand_dims(c, axis=1) if c.ndim else c
 
 
-def _one_hot(ctx, device):
-    """A constant ``(N, C, d1, ...)`` tensor with 1 at each (safe) target class."""
+def _one_hot(ctx):
+    """A float ``(N, C, d1, ...)`` array with 1 at each (safe) target class."""
     xp = ctx.xp
     classes = xp.reshape(xp.arange(ctx.shape[1], dtype=ctx.safe.dtype), _class_shape(len(ctx.shape), ctx.shape[1]))
-    return Tensor._make(xp.astype(xp.expand_dims(ctx.safe, axis=1) == classes, ctx.dtype), device)
+    return xp.astype(xp.expand_dims(ctx.safe, axis=1) == classes, ctx.dtype)
 
 
-def _remember_targets(ctx, xp, x, safe, keep, w):
-    ctx.xp, ctx.shape, ctx.dtype, ctx.safe, ctx.keep, ctx.w = xp, x.shape, x.dtype, safe, keep, w
+def _backward_mode(g):
+    """Whether backward builds ember ops (create_graph: the gradient is differentiated again), and how it
+    turns a constant array into an operand of that kind."""
+    if STATE.enabled:
+        return True, (lambda a: Tensor._make(a, g._device))
+    return False, (lambda a: a)
 
 
 # -- ops ------------------------------------------------------------------------------------------------------
@@ -79,16 +104,26 @@ class NllLoss(Op):
     """``-weight[t] * logp[n, t]`` for each target ``t``, reduced; logp's second derivative is zero."""
 
     @staticmethod
-    def forward(ctx, xp, logp, target, weight, ignore_index=-100, reduction="mean"):
-        safe, keep, w = _target_weights(xp, target, weight, ignore_index, logp.dtype)
-        _remember_targets(ctx, xp, logp, safe, keep, w)
-        return _weighted_reduce(ctx, xp, -_pick(xp, logp, safe) * w, w, reduction)
+    def forward(ctx, xp, logp, target, weight, ignore_index=-100, reduction="mean", may_ignore=True):
+        _remember_targets(ctx, xp, logp, target, weight, ignore_index, may_ignore)
+        picked = _pick(xp, logp, ctx.safe)
+        return _reduce(ctx, xp, -picked if ctx.w is None else -picked * ctx.w, reduction)
 
     @staticmethod
     def backward(ctx, g):
-        device = g._device
-        coef = _scale(ctx, g) * Tensor._make(ctx.w, device)
-        return -(_one_hot(ctx, device) * coef.unsqueeze(1)), None, None
+        tensors, operand = _backward_mode(g)
+        grad = -(operand(_one_hot(ctx)) * _per_element(ctx, g, ctx.w, tensors))
+        return (grad if tensors else Tensor._make(grad, g._device)), None, None
+
+
+def _softmax_minus_target(probs, hot, coef, ls=0.0, spread=None, class_w=1.0, total_w=1.0):
+    """The cross-entropy gradient ``coef * (softmax - one_hot)``, or with label smoothing ``ls`` the softmax
+    scaled by the soft target's total minus the soft target ``(1-ls) coef one_hot + spread * class_w``.
+    Written with operators only, so it runs on arrays (first order) and on ember tensors (create_graph)."""
+    if not ls:
+        return (probs - hot) * coef
+    nll = coef * (1 - ls)
+    return probs * (nll + spread * total_w) - hot * nll - spread * class_w
 
 
 class CrossEntropy(Op):
@@ -102,61 +137,63 @@ class CrossEntropy(Op):
     saves_inputs = True
 
     @staticmethod
-    def forward(ctx, xp, x, target, weight, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-        z = _shifted(xp, x, 1)
+    def forward(ctx, xp, x, target, weight, ignore_index=-100, reduction="mean", label_smoothing=0.0,
+                may_ignore=True):
+        # an all -inf (or +inf) row gives NaN, as in PyTorch
+        z = x - xp.max(x, axis=1, keepdims=True)
         logp = z - xp.log(xp.sum(xp.exp(z), axis=1, keepdims=True))
-        safe, keep, w = _target_weights(xp, target, weight, ignore_index, x.dtype)
-        _remember_targets(ctx, xp, x, safe, keep, w)
-        ctx.logp, ctx.label_smoothing, ctx.has_weight = logp, label_smoothing, weight is not None
-        losses = -_pick(xp, logp, safe) * w
+        _remember_targets(ctx, xp, x, target, weight, ignore_index, may_ignore)
+        ctx.logp, ctx.label_smoothing = logp, label_smoothing
+        picked = _pick(xp, logp, ctx.safe)
+        losses = -picked if ctx.w is None else -picked * ctx.w
         if label_smoothing:
             n_classes = x.shape[1]
             per_class = logp if weight is None else logp * xp.reshape(weight, _class_shape(x.ndim, n_classes))
-            smooth = -xp.sum(per_class, axis=1) * xp.astype(keep, x.dtype)
+            smooth = -xp.sum(per_class, axis=1)
+            if ctx.keep is not None:
+                smooth = smooth * xp.astype(ctx.keep, x.dtype)
             losses = (1 - label_smoothing) * losses + (label_smoothing / n_classes) * smooth
-        return _weighted_reduce(ctx, xp, losses, w, reduction)
+        return _reduce(ctx, xp, losses, reduction)
 
     @staticmethod
     def backward(ctx, g):
         x, _, weight = ctx.saved_tensors
-        device = g._device
-        if STATE.enabled:  # create_graph: the softmax must itself be differentiable
-            probs = x.softmax(1)
-        else:
-            probs = Tensor._make(ctx.xp.exp(ctx.logp), device)
-        scale = _scale(ctx, g)
-        coef = scale * Tensor._make(ctx.w, device)
+        tensors, operand = _backward_mode(g)
+        xp = ctx.xp
+        probs = x.softmax(1) if tensors else xp.exp(ctx.logp)
+        coef = _per_element(ctx, g, ctx.w, tensors)
         ls = ctx.label_smoothing
         if not ls:
-            return (probs - _one_hot(ctx, device)) * coef.unsqueeze(1), None, None
-        # the loss pulls softmax toward the soft target q = (1-ls) w[t] one_hot + ls/C * keep * w[c]
-        n_classes = ctx.shape[1]
-        spread = scale * Tensor._make(ctx.xp.astype(ctx.keep, ctx.dtype), device) * (ls / n_classes)
-        class_w = weight.detach().reshape(_class_shape(len(ctx.shape), n_classes)) if ctx.has_weight else 1.0
-        total_w = float(ctx.xp.sum(weight._data)) if ctx.has_weight else float(n_classes)
-        nll_coef = coef * (1 - ls)
-        q = _one_hot(ctx, device) * nll_coef.unsqueeze(1) + spread.unsqueeze(1) * class_w
-        return probs * (nll_coef + spread * total_w).unsqueeze(1) - q, None, None
+            grad = _softmax_minus_target(probs, operand(_one_hot(ctx)), coef)
+        else:
+            n_classes = ctx.shape[1]
+            keep = None if ctx.keep is None else xp.astype(ctx.keep, ctx.dtype)
+            spread = _per_element(ctx, g, keep, tensors) * (ls / n_classes)
+            if weight is None:
+                class_w, total_w = 1.0, float(n_classes)
+            else:
+                class_w = operand(xp.reshape(weight._data, _class_shape(len(ctx.shape), n_classes)))
+                total_w = float(xp.sum(weight._data))
+            grad = _softmax_minus_target(probs, operand(_one_hot(ctx)), coef, ls, spread, class_w, total_w)
+        return (grad if tensors else Tensor._make(grad, g._device)), None, None
 
 
 # -- argument checks -----------------------------------------------------------------------------------------
 def _class_index_layout(input, target):
     """``input`` as ``(N, C, ...)`` and its int64 ``target`` checked against it (PyTorch's messages), and
     whether the input was unbatched ``(C,)``."""
-    nd = input._data.ndim
+    ishape, tshape = input._data.shape, target._data.shape
+    nd, tnd = len(ishape), len(tshape)
     if nd < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {nd})")
-    tnd = target._data.ndim
     if nd <= 2 and tnd > 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-    if nd == 1 and tnd == 1 and target.shape[0] != 1:
-        raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0]}")
-    if nd >= 2 and tnd >= 1 and target.shape[0] != input.shape[0]:
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0]}).")
-    expected = list(input.shape[:1]) + list(input.shape[2:])
-    if nd >= 2 and list(target.shape) != expected:
-        raise RuntimeError(f"Expected target size {expected}, got {list(target.shape)}")
+    if nd == 1 and tnd == 1 and tshape[0] != 1:
+        raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {tshape[0]}")
+    if nd >= 2 and tnd >= 1 and tshape[0] != ishape[0]:
+        raise ValueError(f"Expected input batch_size ({ishape[0]}) to match target batch_size ({tshape[0]}).")
+    if nd >= 2 and tuple(tshape) != tuple(ishape[:1] + ishape[2:]):
+        raise RuntimeError(f"Expected target size {list(ishape[:1] + ishape[2:])}, got {list(tshape)}")
     if target._dtype not in (dt.int64, dt.uint8):
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {dtype_name(target)}")
     if target._dtype is dt.uint8:
@@ -183,25 +220,30 @@ def _class_weight(fn, weight, n_classes, input, prefix=""):
     return weight
 
 
-def _check_targets(target, n_classes, ignore_index):
-    """PyTorch's ``IndexError`` naming the first target (not ``ignore_index``) outside ``[0, n_classes)``."""
+def _check_targets(target, n_classes, ignore_index) -> bool:
+    """PyTorch's ``IndexError`` naming the first target (not ``ignore_index``) outside ``[0, n_classes)``;
+    returns whether any target may equal ``ignore_index`` (False lets the op skip masking)."""
     xp = target._device.backend.xp
     flat = xp.reshape(target._data, (-1,))
-    if flat.shape[0] == 0 or (int(xp.min(flat)) >= 0 and int(xp.max(flat)) < n_classes):
-        return
+    if flat.shape[0] == 0:
+        return False
+    lo, hi = int(xp.min(flat)), int(xp.max(flat))
+    if lo >= 0 and hi < n_classes:
+        return lo <= ignore_index <= hi
     bad = ((flat < 0) | (flat >= n_classes)) & (flat != ignore_index)
     if bool(xp.any(bad)):
         raise IndexError(f"Target {int(flat[int(xp.argmax(xp.astype(bad, xp.int8)))])} is out of bounds.")
+    return True
 
 
 def _index_targets(fn, input, target, weight, ignore_index):
-    """The checked ``(input, target, weight, unbatched)`` of a class-index loss."""
+    """The checked ``(input, target, weight, unbatched, may_ignore)`` of a class-index loss."""
     input, target, unbatched = _class_index_layout(input, target)
     _float_input(fn, input)
-    weight = _class_weight(fn, weight, input.shape[1], input)
+    n_classes = input._data.shape[1]
+    weight = _class_weight(fn, weight, n_classes, input)
     constant_argument(fn, "weight", weight)
-    _check_targets(target, input.shape[1], ignore_index)
-    return input, target, weight, unbatched
+    return input, target, weight, unbatched, _check_targets(target, n_classes, ignore_index)
 
 
 # -- public functions --------------------------------------------------------------------------------------------
@@ -226,11 +268,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     check_tensor("cross_entropy", "target", 2, target)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if tuple(input.shape) == tuple(target.shape):
+    if input._data.shape == target._data.shape:
         return _cross_entropy_probabilities(input, target, weight, ignore_index, reduction, label_smoothing)
-    input, target, weight, unbatched = _index_targets("cross_entropy", input, target, weight, ignore_index)
+    input, target, weight, unbatched, may_ignore = _index_targets("cross_entropy", input, target, weight,
+                                                                   ignore_index)
     out = CrossEntropy.apply(input, target, weight, ignore_index=int(ignore_index), reduction=reduction,
-                             label_smoothing=float(label_smoothing))
+                             label_smoothing=float(label_smoothing), may_ignore=may_ignore)
     return out.reshape(()) if unbatched and reduction == "none" else out
 
 
@@ -273,8 +316,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = get_reduction(reduction, size_average, reduce)
     check_tensor("nll_loss", "input", 1, input)
     check_tensor("nll_loss", "target", 2, target)
-    input, target, weight, unbatched = _index_targets("nll_loss", input, target, weight, ignore_index)
-    out = NllLoss.apply(input, target, weight, ignore_index=int(ignore_index), reduction=reduction)
+    input, target, weight, unbatched, may_ignore = _index_targets("nll_loss", input, target, weight, ignore_index)
+    out = NllLoss.apply(input, target, weight, ignore_index=int(ignore_index), reduction=reduction,
+                        may_ignore=may_ignore)
     return out.reshape(()) if unbatched and reduction == "none" else out
 
 
