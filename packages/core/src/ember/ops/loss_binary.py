@@ -114,14 +114,16 @@ class BinaryCrossEntropyWithLogits(Op):
         scale = _scaled(ctx, g, x, w)
         need = ctx.needs_input_grad
         gx = gt = None
+        if need[0]:
+            sig = (x * 0.5).tanh() * 0.5 + 0.5  # sigmoid(x), with no where (slow on NumPy for mixed signs)
         if pw is None:
             if need[0]:
-                gx = (x.sigmoid() - t) * scale
+                gx = (sig - t) * scale
             if need[1]:
                 gt = -x * scale
         else:
             if need[0]:
-                gx = ((1 + (pw - 1) * t) * x.sigmoid() - pw * t) * scale
+                gx = ((1 + (pw - 1) * t) * sig - pw * t) * scale
             if need[1]:
                 gt = ((pw - 1) * softplus(-x, threshold=math.inf) - x) * scale
         return gx, gt, None, None
