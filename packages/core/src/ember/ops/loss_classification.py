@@ -38,7 +38,7 @@ def _remember_targets(ctx, xp, x, target, weight, ignore_index, may_ignore):
     0, so they can index), ``keep`` (the mask of counted entries; None when all count) and ``w`` (each entry's
     weight, its class's weight and 0 where ignored; None when all are 1)."""
     ctx.xp, ctx.shape, ctx.dtype = xp, x.shape, x.dtype
-    keep = safe = w = None
+    keep = w = None
     if may_ignore:
         keep = target != ignore_index
         safe = xp.where(keep, target, xp.zeros_like(target))

@@ -44,7 +44,13 @@ class _WeightedLoss(_Loss):
 
 
 class L1Loss(_Loss):
-    """Mean absolute error ``|input - target|`` (see ``F.l1_loss``)."""
+    """Mean absolute error ``|input - target|`` (see ``F.l1_loss``).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.L1Loss()(ember.tensor([1.0, -3.0]), ember.tensor([0.0, 0.0]))
+    tensor(2.)
+    """
 
     def forward(self, input, target):
         return F.l1_loss(input, target, reduction=self.reduction)
@@ -64,7 +70,13 @@ class MSELoss(_Loss):
 
 
 class SmoothL1Loss(_Loss):
-    """Quadratic for ``|input - target| < beta``, linear beyond (see ``F.smooth_l1_loss``)."""
+    """Quadratic for ``|input - target| < beta``, linear beyond (see ``F.smooth_l1_loss``).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.SmoothL1Loss(beta=2.0, reduction="none")(ember.tensor([1.0, 3.0]), ember.tensor([0.0, 0.0]))
+    tensor([0.2500, 2.0000])
+    """
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
         super().__init__(size_average, reduce, reduction)
@@ -75,7 +87,13 @@ class SmoothL1Loss(_Loss):
 
 
 class HuberLoss(_Loss):
-    """Quadratic for ``|input - target| < delta``, linear with slope ``delta`` beyond (see ``F.huber_loss``)."""
+    """Quadratic for ``|input - target| < delta``, linear with slope ``delta`` beyond (see ``F.huber_loss``).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.HuberLoss(delta=2.0, reduction="none")(ember.tensor([1.0, 3.0]), ember.tensor([0.0, 0.0]))
+    tensor([0.5000, 4.0000])
+    """
 
     def __init__(self, reduction: str = "mean", delta: float = 1.0):
         super().__init__(reduction=reduction)
@@ -86,7 +104,13 @@ class HuberLoss(_Loss):
 
 
 class PoissonNLLLoss(_Loss):
-    """Negative log likelihood of a Poisson-distributed target (see ``F.poisson_nll_loss``)."""
+    """Negative log likelihood of a Poisson-distributed target (see ``F.poisson_nll_loss``).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.PoissonNLLLoss()(ember.tensor([0.0]), ember.tensor([2.0]))
+    tensor(1.)
+    """
 
     def __init__(self, log_input: bool = True, full: bool = False, size_average=None, eps: float = 1e-08,
                  reduce=None, reduction: str = "mean"):
@@ -101,7 +125,13 @@ class PoissonNLLLoss(_Loss):
 
 
 class NLLLoss(_WeightedLoss):
-    """Negative log likelihood of class-index targets given log-probabilities (see ``F.nll_loss``)."""
+    """Negative log likelihood of class-index targets given log-probabilities (see ``F.nll_loss``).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.NLLLoss()(ember.tensor([[-0.5, -2.0], [-3.0, -0.1]]), ember.tensor([0, 1]))
+    tensor(0.3000)
+    """
 
     def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
                  reduction: str = "mean"):
@@ -138,7 +168,14 @@ class CrossEntropyLoss(_WeightedLoss):
 
 class KLDivLoss(_Loss):
     """Kullback-Leibler divergence of ``target`` from log-probabilities ``input`` (see ``F.kl_div``);
-    ``reduction='batchmean'`` gives the true divergence."""
+    ``reduction='batchmean'`` gives the true divergence.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> p = ember.tensor([[0.25, 0.75]])
+    >>> nn.KLDivLoss(reduction="batchmean")(p.log(), p)
+    tensor(0.)
+    """
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
         super().__init__(size_average, reduce, reduction)
@@ -149,7 +186,13 @@ class KLDivLoss(_Loss):
 
 
 class BCELoss(_WeightedLoss):
-    """Binary cross entropy of probabilities (see ``F.binary_cross_entropy``)."""
+    """Binary cross entropy of probabilities (see ``F.binary_cross_entropy``).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.BCELoss()(ember.tensor([0.5, 0.5]), ember.tensor([1.0, 0.0]))
+    tensor(0.6931)
+    """
 
     def forward(self, input, target):
         return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
@@ -179,14 +222,26 @@ class BCEWithLogitsLoss(_Loss):
 
 
 class SoftMarginLoss(_Loss):
-    """Two-class logistic loss ``log(1 + exp(-target * input))`` (see ``F.soft_margin_loss``)."""
+    """Two-class logistic loss ``log(1 + exp(-target * input))`` (see ``F.soft_margin_loss``).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.SoftMarginLoss()(ember.tensor([0.0]), ember.tensor([1.0]))
+    tensor(0.6931)
+    """
 
     def forward(self, input, target):
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 
 
 class MarginRankingLoss(_Loss):
-    """``max(0, -target * (input1 - input2) + margin)`` (see ``F.margin_ranking_loss``)."""
+    """``max(0, -target * (input1 - input2) + margin)`` (see ``F.margin_ranking_loss``).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.MarginRankingLoss(margin=1.0)(ember.tensor([2.0]), ember.tensor([1.5]), ember.tensor([1.0]))
+    tensor(0.5000)
+    """
 
     def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__(size_average, reduce, reduction)
@@ -198,7 +253,14 @@ class MarginRankingLoss(_Loss):
 
 class CosineEmbeddingLoss(_Loss):
     """``1 - cos`` for similar pairs (target 1), ``max(0, cos - margin)`` for dissimilar ones (target -1)
-    (see ``F.cosine_embedding_loss``)."""
+    (see ``F.cosine_embedding_loss``).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> x = ember.tensor([[1.0, 0.0]])
+    >>> nn.CosineEmbeddingLoss()(x, ember.tensor([[0.0, 1.0]]), ember.tensor([1.0]))
+    tensor(1.)
+    """
 
     def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__(size_average, reduce, reduction)
@@ -210,7 +272,14 @@ class CosineEmbeddingLoss(_Loss):
 
 class TripletMarginLoss(_Loss):
     """``max(0, d(anchor, positive) - d(anchor, negative) + margin)`` with the ``p``-norm distance
-    (see ``F.triplet_margin_loss``)."""
+    (see ``F.triplet_margin_loss``).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> a = ember.zeros(1, 2)
+    >>> nn.TripletMarginLoss(eps=0.0)(a, ember.tensor([[0.0, 1.0]]), ember.tensor([[0.0, 3.0]]))
+    tensor(0.)
+    """
 
     def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-06, swap: bool = False,
                  size_average=None, reduce=None, reduction: str = "mean"):
