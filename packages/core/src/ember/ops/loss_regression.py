@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 
 from ..autograd.function import Op
-from .shape import where
 from .loss_common import broadcast_pair, float_pair, get_reduction, grad_scale, reduce_array, reduce_tensor
+from .shape import where
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "poisson_nll_loss"]
 
