@@ -11,7 +11,7 @@ def test_quickstart_trains_the_spiral_classifier():
                           text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0] == "SpiralNet(" and "(head): Linear(in_features=64, out_features=3, bias=True)" in lines
+    assert lines[0] == "SpiralNet(" and "  (head): Linear(in_features=64, out_features=3, bias=True)" in lines
     first_loss = float(next(l for l in lines if l.startswith("step   0")).split()[3])
     accuracy = float(lines[-1].split()[1])
     assert first_loss > 1.0 and accuracy >= 0.97, proc.stdout

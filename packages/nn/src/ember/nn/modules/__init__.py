@@ -11,6 +11,7 @@ from .normalization import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
+from .distance import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
