@@ -243,9 +243,16 @@ def flat_indices(xp, windows, sels, shape):
 
 # -- sums and averages ---------------------------------------------------------------------------------------------
 
+def _whole(windows) -> bool:
+    """Whether there is one window that covers all the pooled dimensions (global pooling)."""
+    return all(isinstance(w, AdaptiveWindows) and w.out == 1 for w in windows)
+
+
 def window_sum(xp, a, windows):
     """The sum over each pooling window (zero padding)."""
     nd = len(windows)
+    if _whole(windows):
+        return xp.sum(a, axis=tuple(range(-nd, 0)), keepdims=True)
     for i in range(nd - 1, -1, -1):
         win, axis = windows[i], i - nd
         a = win.total(xp, pad_axis(xp, a, axis, win.left, win.right, 0), axis)
@@ -255,6 +262,8 @@ def window_sum(xp, a, windows):
 def window_sum_transpose(xp, g, windows):
     """The transpose of :func:`window_sum`: each window's ``g`` added back over the window."""
     nd = len(windows)
+    if _whole(windows):
+        return xp.zeros(tuple(g.shape[:-nd]) + tuple(w.size for w in windows), dtype=g.dtype) + g
     for i in range(nd):
         win, axis = windows[i], i - nd
         g = pad_axis(xp, win.spread(xp, g, axis), axis, -win.left, -win.right, 0)

@@ -6,9 +6,10 @@
   (the last NaN wins) nor, with padding, a window whose input is all at the
   lowest value; a result holding NaN or the lowest value is therefore redone
   by the generic pass.
-- Backward with windows that tile the input (stride == kernel, no padding or
-  dilation): every input element belongs to one window, so each tap's slots
-  are written once (``g`` times the tap's mask) instead of added into zeros.
+- Backward (for a finite gradient): each tap's share is ``g`` times the tap's
+  int8 mask (much faster than ``where``); with windows that tile the input
+  (stride == kernel, no padding or dilation) every input element belongs to
+  one window, so each tap's slots are written once instead of added into zeros.
 """
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ def _max_stage(xp, a, axis, win):
         won = new != cur
         if sel is None:
             sel = won.view(np.int8)  # tap 1 won where True: the int8 view reads 1
-        else:
-            sel[won] = j
+        else:  # a later win overrides an earlier one, so the winner is the largest j that won
+            np.maximum(sel, won.view(np.int8) * np.int8(j), out=sel)
         cur = new
     if cur.size:
         low = cur.min()
@@ -45,8 +46,16 @@ def _tiles(win) -> bool:
 
 
 def _scatter_stage(xp, g, axis, win, sel):
-    if not _tiles(win):
+    if not isinstance(win, pw.Windows):
         return pw.scatter_stage(np, g, axis, win, sel)
+    if not _tiles(win):  # overlapping windows: add each tap's share in place
+        shape = list(g.shape)
+        shape[axis] = win.size + win.left + win.right
+        z = np.zeros(shape, dtype=g.dtype)
+        for j in range(win.k):
+            z_j = win.pick(np, z, axis, j)
+            z_j += g * (sel == j).view(np.int8)
+        return pw.pad_axis(np, z, axis, -win.left, -win.right, 0)
     shape = list(g.shape)
     shape[axis] = win.size
     z = np.zeros(shape, dtype=g.dtype) if win.right < 0 else np.empty(shape, dtype=g.dtype)
