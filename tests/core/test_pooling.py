@@ -173,6 +173,16 @@ def test_max_pool_non_finite_gradient_reaches_only_the_winner(device):
     assert x.grad.tolist() == [[[0.0, float("inf"), 1.0, 0.0]]]
 
 
+def test_second_backward_needs_retain_graph(device):
+    x = rand64(1, 4, 4, device=device)
+    y = F.max_pool2d(x, 2).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    assert x.grad.sum().item() == 8.0  # four winners, twice
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+
+
 def test_max_pool1d_unbatched_and_integers(device):
     x = rand64(2, 9, device=device)
     y, i = F.max_pool1d(x, 3, 2, 1, 2, ceil_mode=True, return_indices=True)

@@ -58,14 +58,18 @@ class Windows:
         self.left = p
         self.right = (self.out - 1) * s + d * (k - 1) + 1 - size - p  # negative: the input's tail is never read
 
+    def _tap(self, axis, j):
+        """The index of tap ``j`` of every window in the padded input: a strided slice."""
+        start = j * self.d
+        return _key(axis, slice(start, start + self.s * (self.out - 1) + 1, self.s))
+
     def pick(self, xp, a, axis, j):
         """Tap ``j`` of every window, from ``a`` padded by ``left`` and ``right``."""
-        start = j * self.d
-        return a[_key(axis, slice(start, start + self.s * (self.out - 1) + 1, self.s))]
+        return a[self._tap(axis, j)]
 
     def add_at(self, xp, z, axis, j, c):
         """``z`` (padded) with ``c`` added where tap ``j`` of each window reads."""
-        key = _key(axis, slice(j * self.d, j * self.d + self.s * (self.out - 1) + 1, self.s))
+        key = self._tap(axis, j)
         z[key] += c
         return z
 
@@ -176,13 +180,14 @@ def pool_windows(shape, kernel_size, stride, padding, dilation, ceil_mode):
 
 # -- max: stages, their scatter and gather ---------------------------------------------------------------------------
 
-def _lowest(xp, dtype):
+def lowest_value(xp, dtype):
+    """What padding holds for a max pool: below every value of ``dtype`` (or equal to the least)."""
     return xp.iinfo(dtype).min if xp.isdtype(dtype, "integral") else -math.inf
 
 
 def max_stage(xp, a, axis, win):
     """Window maxima of ``a`` along ``axis``, and which tap won each (the first max; the last NaN)."""
-    a = pad_axis(xp, a, axis, win.left, win.right, _lowest(xp, a.dtype))
+    a = pad_axis(xp, a, axis, win.left, win.right, lowest_value(xp, a.dtype))
     cur = win.pick(xp, a, axis, 0)
     sel = xp.zeros(cur.shape, dtype=xp.int8 if win.k < 128 else xp.int64)
     if win.k == 1:

@@ -12,8 +12,9 @@ through them again, so double backward is exact.
 
 Average pooling sums the taps and divides by PyTorch's divisor (the window
 size, with or without the padding it covers, or ``divisor_override``); its
-backward is the transposed sum. Adaptive average pooling multiplies by fixed
-averaging matrices.
+backward is the transposed sum, whose own backward is the average pool again.
+Adaptive pooling uses the same passes over PyTorch's adaptive windows. The
+windows and passes live in :mod:`ember.ops._pool_windows`.
 
 >>> import ember
 >>> import ember.nn.functional as F
@@ -24,6 +25,7 @@ averaging matrices.
 from __future__ import annotations
 
 from ..autograd.function import Op
+from ..autograd.node import FREED_MSG
 from ._common import Tensor
 from ._pool_windows import (AdaptiveWindows, divisor, flat_indices, max_stage, max_stages,
                             pool_windows, pooled_size, scatter_stage, select_stage, window_sum,
@@ -91,7 +93,13 @@ class _MaxPool(Op):
 
     @staticmethod
     def backward(ctx, g, *_):
+        if ctx._freed:  # the winners are saved state, freed after a backward as PyTorch frees its indices
+            raise RuntimeError(FREED_MSG)
         return MaxPoolBackward.apply(g, windows=ctx.windows, sels=ctx.sels)
+
+    def release(self) -> None:
+        super().release()
+        self.sels = None
 
 
 class MaxPool1d(_MaxPool):

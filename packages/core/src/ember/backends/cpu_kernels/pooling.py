@@ -22,7 +22,7 @@ from ...ops.pooling import max_pool_backward_forward, max_pool_forward
 def _max_stage(xp, a, axis, win):
     if not isinstance(win, pw.Windows) or win.k == 1 or win.k >= 128:
         return pw.max_stage(np, a, axis, win)
-    lowest = pw._lowest(np, a.dtype)
+    lowest = pw.lowest_value(np, a.dtype)
     padded = pw.pad_axis(np, a, axis, win.left, win.right, lowest)
     cur = win.pick(np, padded, axis, 0)
     sel = None
