@@ -171,6 +171,9 @@ def test_max_pool_non_finite_gradient_reaches_only_the_winner(device):
     x = ember.tensor([[[1.0, 3.0, 2.0, 0.0]]], requires_grad=True, device=device)
     F.max_pool1d(x, 2).backward(ember.tensor([[[float("inf"), 1.0]]], device=device))
     assert x.grad.tolist() == [[[0.0, float("inf"), 1.0, 0.0]]]
+    x.grad = None  # overlapping windows, both won by the 3
+    F.max_pool1d(x, 3, stride=1).backward(ember.tensor([[[float("inf"), 1.0]]], device=device))
+    assert x.grad.tolist() == [[[0.0, float("inf"), 0.0, 0.0]]]
 
 
 def test_second_backward_needs_retain_graph(device):

@@ -84,10 +84,15 @@ def _gather_rounds(idx: tuple, size: int) -> tuple:
 
 
 class Resample(Op):
-    """Apply the :class:`AxisMap` s of ``maps`` in turn; subclasses give the op its name."""
+    """Apply the :class:`AxisMap` s of ``maps`` in turn; subclasses give the op its name.
+
+    ``grad_name`` names the backward node (PyTorch's name for the public
+    function's mode); ``spec`` holds the public arguments (mode, amounts,
+    sizes), unused here, for an ONNX lowering to read.
+    """
 
     @staticmethod
-    def forward(ctx, xp, a, maps=(), grad_name=None):
+    def forward(ctx, xp, a, maps=(), grad_name=None, **spec):
         ctx.maps = maps
         if grad_name:
             ctx.backward_name = grad_name

@@ -184,4 +184,5 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             taps = ((_nearest(n, m, s, exact, shortcuts=nd == 2 and not exact), None),)
         maps.append(AxisMap(i - nd, n, taps))
     kind = {"nearest": "Nearest", "nearest-exact": "NearestExact"}.get(mode) or mode.capitalize()
-    return Upsample.apply(input, maps=tuple(maps), grad_name=f"Upsample{kind}{nd}DBackward0")
+    return Upsample.apply(input, maps=tuple(maps), grad_name=f"Upsample{kind}{nd}DBackward0", mode=mode,
+                          size=tuple(sizes), scales=tuple(scales), align_corners=bool(align_corners))

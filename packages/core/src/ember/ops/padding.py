@@ -147,4 +147,4 @@ def pad(input, pad, mode="constant", value=None):
     maps = tuple(AxisMap(-1 - i, shape[-1 - i],
                          ((_source_indices(mode, shape[-1 - i], pad[2 * i], pad[2 * i + 1]), None),))
                  for i in range(nd))
-    return Pad.apply(input, maps=maps, grad_name=_GRAD_NAMES[mode].format(nd))
+    return Pad.apply(input, maps=maps, grad_name=_GRAD_NAMES[mode].format(nd), mode=mode, pad=tuple(pad))
