@@ -1,3 +1,83 @@
-"""NumPy kernels for the pooling ops (strided windows)."""
+"""NumPy kernels for max pooling: the generic per-dimension passes with cheaper NumPy steps.
 
-KERNELS: dict = {}
+- Forward: the taps are folded with ``np.maximum`` and each tap's win is read
+  off by one comparison, instead of the generic pass's compare / isnan /
+  where per tap. That finds the first maximum too, but not PyTorch's NaN rule
+  (the last NaN wins) nor, with padding, a window whose input is all at the
+  lowest value; a result holding NaN or the lowest value is therefore redone
+  by the generic pass.
+- Backward (for a finite gradient): each tap's share is ``g`` times the tap's
+  int8 mask (much faster than ``where``); with windows that tile the input
+  (stride == kernel, no padding or dilation) every input element belongs to
+  one window, so each tap's slots are written once instead of added into zeros.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ops import _pool_windows as pw
+from ...ops.pooling import max_pool_backward_forward, max_pool_forward
+
+
+def _max_stage(xp, a, axis, win):
+    if not isinstance(win, pw.Windows) or win.k == 1 or win.k >= 128:
+        return pw.max_stage(np, a, axis, win)
+    lowest = pw.lowest_value(np, a.dtype)
+    padded = pw.pad_axis(np, a, axis, win.left, win.right, lowest)
+    cur = win.pick(np, padded, axis, 0)
+    sel = None
+    for j in range(1, win.k):
+        new = np.maximum(cur, win.pick(np, padded, axis, j))
+        won = new != cur
+        if sel is None:
+            sel = won.view(np.int8)  # tap 1 won where True: the int8 view reads 1
+        else:  # a later win overrides an earlier one, so the winner is the largest j that won
+            np.maximum(sel, won.view(np.int8) * np.int8(j), out=sel)
+        cur = new
+    if cur.size:
+        low = cur.min()
+        if low != low or (low == lowest and (win.left > 0 or win.right > 0)):
+            return pw.max_stage(np, a, axis, win)
+    return cur, sel
+
+
+def _tiles(win) -> bool:
+    return isinstance(win, pw.Windows) and win.s == win.k and win.d == 1 and win.left == 0 and win.right <= 0
+
+
+def _scatter_stage(xp, g, axis, win, sel):
+    if not isinstance(win, pw.Windows):
+        return pw.scatter_stage(np, g, axis, win, sel)
+    if not _tiles(win):  # overlapping windows: add each tap's share in place
+        shape = list(g.shape)
+        shape[axis] = win.size + win.left + win.right
+        z = np.zeros(shape, dtype=g.dtype)
+        for j in range(win.k):
+            z_j = win.pick(np, z, axis, j)
+            z_j += g * (sel == j).view(np.int8)
+        return pw.pad_axis(np, z, axis, -win.left, -win.right, 0)
+    shape = list(g.shape)
+    shape[axis] = win.size
+    z = np.zeros(shape, dtype=g.dtype) if win.right < 0 else np.empty(shape, dtype=g.dtype)
+    for j in range(1, win.k):  # multiplying by an int8 mask is faster than by a bool one, or np.where
+        np.multiply(g, sel if win.k == 2 else (sel == j).view(np.int8), out=win.pick(np, z, axis, j))
+    if win.k == 2:  # g is finite: g - g * mask is exactly what tap 0 gets
+        np.subtract(g, win.pick(np, z, axis, 1), out=win.pick(np, z, axis, 0))
+    else:
+        np.multiply(g, (sel == 0).view(np.int8), out=win.pick(np, z, axis, 0))
+    return z
+
+
+def max_pool(ctx, xp, a, kernel_size=(1,), stride=(1,), padding=(0,), dilation=(1,), ceil_mode=False):
+    windows = pw.pool_windows(a.shape, kernel_size, stride, padding, dilation, ceil_mode)
+    return max_pool_forward(ctx, np, a, windows, stage=_max_stage)
+
+
+def max_pool_backward(ctx, xp, g, windows=(), sels=()):
+    if np.isfinite(g).all():  # g * mask is g or 0 only for finite g
+        return max_pool_backward_forward(ctx, np, g, windows, sels, stage=_scatter_stage)
+    return max_pool_backward_forward(ctx, np, g, windows, sels)
+
+
+KERNELS = {"max_pool1d": max_pool, "max_pool2d": max_pool, "max_pool1d_with_indices": max_pool,
+           "max_pool2d_with_indices": max_pool, "max_pool_backward": max_pool_backward}
