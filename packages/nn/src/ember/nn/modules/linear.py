@@ -110,6 +110,9 @@ class Bilinear(Module):
             _uniform_(self.bias, bound)
 
     def forward(self, input1, input2):
+        for which, x, size in (("input1", input1, self.in1_features), ("input2", input2, self.in2_features)):
+            if x.dim() == 0 or x.shape[-1] != size:
+                raise RuntimeError(f"{self!r}: expected {which} with last dimension {size}, got shape {x.shape}")
         return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self) -> str:
