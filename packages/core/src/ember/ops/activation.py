@@ -1,4 +1,7 @@
-"""Activation functions: ``sigmoid``, ``relu``, ``gelu``, ``silu``, ``softplus``.
+"""Activation functions: ``sigmoid``, ``relu``, ``gelu``, ``silu``, ``softplus``, ``selu``, ``celu`` (also at
+``ember.*``), and ``leaky_relu``, ``elu``, ``hardtanh``, ``relu6``, ``mish``, ``hardsigmoid``, ``hardswish``,
+``logsigmoid``, ``softsign``, ``tanhshrink``, ``threshold``, ``hardshrink``, ``softshrink``, ``glu``, ``prelu``
+(which PyTorch offers only in ``torch.nn.functional``; ``ember.nn.functional`` exposes them all).
 
 Backward formulas are written with ember ops, so second derivatives work.
 
@@ -12,10 +15,13 @@ import math
 
 from .. import _dtype as dt
 from ..autograd.function import Op
-from ._common import tensor_method
+from ._common import Tensor, tensor_method
+from .inplace import apply_inplace
 from .pointwise import erf_array, float_input, not_implemented_for
+from .shape import where
 
-__all__ = ["sigmoid", "relu", "gelu", "silu", "softplus"]
+__all__ = ["sigmoid", "relu", "relu_", "gelu", "silu", "softplus", "selu", "selu_", "celu", "celu_", "threshold",
+           "threshold_", "hardshrink", "prelu"]
 
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -72,6 +78,21 @@ def relu(input):
     if input._dtype is dt.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
     return Relu.apply(input)
+
+
+@tensor_method()
+def relu_(input):
+    """In-place :func:`relu`.
+
+    >>> import ember
+    >>> x = ember.tensor([-1.0, 2.0])
+    >>> _ = ember.relu_(x)
+    >>> x
+    tensor([0., 2.])
+    """
+    if input._dtype is dt.bool_:
+        raise RuntimeError("Boolean inputs not supported for relu")
+    return apply_inplace(input, Relu.apply)
 
 
 class Gelu(Op):
@@ -174,3 +195,418 @@ def softplus(input, beta=1.0, threshold=20.0):
     if input._dtype.category < 2:
         raise not_implemented_for("softplus", input._dtype)
     return Softplus.apply(input, beta=float(beta), threshold=float(threshold))
+
+
+def _float_only(name, input, kernel=None):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if input._dtype.category < 2:
+        raise not_implemented_for(kernel or name, input._dtype)
+
+
+# -- piecewise linear ---------------------------------------------------------------------------------------------
+class LeakyRelu(Op):
+    saves_inputs = True
+
+    @staticmethod
+    def forward(ctx, xp, a, negative_slope=0.01):
+        ctx.slope = negative_slope
+        return xp.where(a > 0, a, a * negative_slope)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return where(a > 0, g, g * ctx.slope)
+
+
+def leaky_relu(input, negative_slope=0.01):
+    """``input`` where positive, else ``negative_slope * input``.
+
+    >>> import ember
+    >>> from ember.ops.activation import leaky_relu
+    >>> leaky_relu(ember.tensor([-2.0, 3.0]), 0.5)
+    tensor([-1.,  3.])
+    """
+    _float_only("leaky_relu", input, "leaky_relu_cpu")
+    return LeakyRelu.apply(input, negative_slope=float(negative_slope))
+
+
+class Hardtanh(Op):
+    saves_inputs = True
+
+    @staticmethod
+    def forward(ctx, xp, a, min_val=-1.0, max_val=1.0):
+        ctx.bounds = (min_val, max_val)
+        return xp.clip(a, min_val, max_val)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        lo, hi = ctx.bounds
+        return g * ((a > lo) & (a < hi))
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0):
+    """``input`` clipped to ``[min_val, max_val]`` (integers stay integers); the gradient is zero outside.
+
+    >>> import ember
+    >>> from ember.ops.activation import hardtanh
+    >>> hardtanh(ember.tensor([-3.0, 0.5, 3.0]))
+    tensor([-1.0000,  0.5000,  1.0000])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"hardtanh(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if input._dtype is dt.bool_:
+        raise not_implemented_for("hardtanh", input._dtype, "a numeric")
+    cast = float if input._dtype.category == 2 else int
+    return Hardtanh.apply(input, min_val=cast(min_val), max_val=cast(max_val))
+
+
+def relu6(input):
+    """``min(max(input, 0), 6)``: :func:`hardtanh` between 0 and 6.
+
+    >>> import ember
+    >>> from ember.ops.activation import relu6
+    >>> relu6(ember.tensor([-1.0, 3.0, 9.0]))
+    tensor([0., 3., 6.])
+    """
+    return hardtanh(input, 0.0, 6.0)
+
+
+class Hardsigmoid(Op):
+    saves_inputs = True
+
+    @staticmethod
+    def forward(ctx, xp, a):
+        return xp.clip(a / 6 + 0.5, 0.0, 1.0)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * ((a > -3) & (a < 3)) / 6
+
+
+def hardsigmoid(input):
+    """``relu6(input + 3) / 6``: 0 below -3, 1 above 3, linear in between.
+
+    >>> import ember
+    >>> from ember.ops.activation import hardsigmoid
+    >>> hardsigmoid(ember.tensor([-4.0, 0.0, 4.0]))
+    tensor([0.0000, 0.5000, 1.0000])
+    """
+    _float_only("hardsigmoid", input, "hardsigmoid_cpu")
+    return Hardsigmoid.apply(input)
+
+
+class Hardswish(Op):
+    saves_inputs = True
+
+    @staticmethod
+    def forward(ctx, xp, a):
+        return a * xp.clip(a / 6 + 0.5, 0.0, 1.0)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return where(a < -3, g * 0, where(a <= 3, g * (a / 3 + 0.5), g))
+
+
+def hardswish(input):
+    """``input * relu6(input + 3) / 6``.
+
+    >>> import ember
+    >>> from ember.ops.activation import hardswish
+    >>> hardswish(ember.tensor([-4.0, 0.0, 4.0]))
+    tensor([-0., 0., 4.])
+    """
+    _float_only("hardswish", input, "hardswish_cpu")
+    return Hardswish.apply(input)
+
+
+class Threshold(Op):
+    saves_inputs = True
+
+    @staticmethod
+    def forward(ctx, xp, a, threshold=0.0, value=0.0):
+        ctx.threshold = threshold
+        return xp.where(a > threshold, a, xp.asarray(value, dtype=a.dtype))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * (a > ctx.threshold)
+
+
+def _threshold(input, threshold, value):  # noqa: A002 - PyTorch's argument name
+    if not isinstance(input, Tensor):
+        raise TypeError(f"threshold(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if input._dtype is dt.bool_:
+        raise not_implemented_for("threshold", input._dtype, "a numeric")
+    cast = float if input._dtype.category == 2 else int
+    return Threshold.apply(input, threshold=cast(threshold), value=cast(value))
+
+
+def threshold(input, threshold, value):  # noqa: A002 - PyTorch's argument name
+    """``input`` where it is greater than ``threshold``, else ``value``.
+
+    >>> import ember
+    >>> ember.threshold(ember.tensor([0.5, 2.0]), 1.0, -1.0)
+    tensor([-1.,  2.])
+    """
+    return _threshold(input, threshold, value)
+
+
+def threshold_(input, threshold, value):  # noqa: A002 - PyTorch's argument name
+    """In-place :func:`threshold`."""
+    return apply_inplace(input, lambda cur: _threshold(cur, threshold, value), saves_self=True)
+
+
+class Hardshrink(Op):
+    saves_inputs = True
+
+    @staticmethod
+    def forward(ctx, xp, a, lambd=0.5):
+        ctx.lambd = lambd
+        return xp.where(xp.abs(a) > lambd, a, xp.zeros_like(a))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * (a.abs() > ctx.lambd)
+
+
+@tensor_method()
+def hardshrink(input, lambd=0.5):
+    """``input`` where ``|input| > lambd``, else 0.
+
+    >>> import ember
+    >>> ember.hardshrink(ember.tensor([-1.0, 0.2, 0.7]))
+    tensor([-1.0000,  0.0000,  0.7000])
+    """
+    _float_only("hardshrink", input, "hardshrink_cpu")
+    return Hardshrink.apply(input, lambd=float(lambd))
+
+
+class Softshrink(Op):
+    saves_inputs = True
+
+    @staticmethod
+    def forward(ctx, xp, a, lambd=0.5):
+        ctx.lambd = lambd
+        return xp.where(a > lambd, a - lambd, xp.where(a < -lambd, a + lambd, xp.zeros_like(a)))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * (a.abs() > ctx.lambd)
+
+
+def softshrink(input, lambd=0.5):
+    """``input`` moved ``lambd`` toward zero, and 0 within ``[-lambd, lambd]``.
+
+    >>> import ember
+    >>> from ember.ops.activation import softshrink
+    >>> softshrink(ember.tensor([-1.0, 0.2, 1.5]))
+    tensor([-0.5000,  0.0000,  1.0000])
+    """
+    _float_only("softshrink", input, "softshrink_cpu")
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return Softshrink.apply(input, lambd=float(lambd))
+
+
+@tensor_method()
+def prelu(input, weight):
+    """:func:`leaky_relu` with a learnable slope: one for all channels, or one per channel (dim 1).
+
+    >>> import ember
+    >>> ember.prelu(ember.tensor([[-2.0, 2.0]]), ember.tensor([0.25]))
+    tensor([[-0.5000,  2.0000]])
+    """
+    _float_only("prelu", input)
+    n = weight.numel()
+    if n != 1:
+        channels = input.shape[1] if input.ndim >= 2 else (input.shape[0] if input.ndim == 1 else 1)
+        if n != channels:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {n} "
+                               f"and channel size = {channels}.")
+        if input.ndim >= 2:
+            weight = weight.reshape((n,) + (1,) * (input.ndim - 2))
+    return where(input > 0, input, input * weight)
+
+
+# -- exponential ---------------------------------------------------------------------------------------------------
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+class Elu(Op):
+    """``scale * x`` for ``x > 0``, else ``scale * alpha * (exp(input_scale * x) - 1)`` (ELU, SELU and CELU)."""
+
+    saves_inputs = True
+
+    @staticmethod
+    def forward(ctx, xp, a, alpha=1.0, scale=1.0, input_scale=1.0):
+        ctx.params = (alpha, scale, input_scale)
+        negative = xp.expm1(xp.minimum(a, 0.0) * input_scale) * (alpha * scale)
+        return xp.where(a > 0, a * scale, negative)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        alpha, scale, input_scale = ctx.params
+        # clamp: exp of the (unused) positive side would overflow and give 0 * inf in second derivatives
+        negative = g * (alpha * scale * input_scale) * (a.clamp(max=0.0) * input_scale).exp()
+        return where(a > 0, g * scale, negative)
+
+
+class Selu(Elu):
+    backward_name = "EluBackward0"  # PyTorch records SELU as ELU with its constants
+
+
+class Celu(Elu):
+    pass
+
+
+def elu(input, alpha=1.0):
+    """``input`` where positive, else ``alpha * (exp(input) - 1)``.
+
+    >>> import ember
+    >>> from ember.ops.activation import elu
+    >>> elu(ember.tensor([-100.0, 2.0]))
+    tensor([-1.,  2.])
+    """
+    _float_only("elu", input, "elu_cpu")
+    return Elu.apply(input, alpha=float(alpha))
+
+
+def selu(input):
+    """Scaled ELU with the constants that keep activations at zero mean and unit variance.
+
+    >>> import ember
+    >>> ember.selu(ember.tensor([0.0, 1.0]))
+    tensor([0.0000, 1.0507])
+    """
+    _float_only("selu", input, "elu_cpu")
+    return Selu.apply(input, alpha=_SELU_ALPHA, scale=_SELU_SCALE)
+
+
+def celu(input, alpha=1.0):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+
+    >>> import ember
+    >>> ember.celu(ember.tensor([-100.0, 2.0]), alpha=2.0)
+    tensor([-2.,  2.])
+    """
+    _float_only("celu", input, "elu_cpu")
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return Celu.apply(input, alpha=float(alpha), input_scale=1.0 / alpha)
+
+
+def selu_(input):
+    """In-place :func:`selu`."""
+    return apply_inplace(input, selu, saves_self=True)
+
+
+def celu_(input, alpha=1.0):
+    """In-place :func:`celu`."""
+    return apply_inplace(input, lambda cur: celu(cur, alpha), saves_self=True)
+
+
+# -- smooth ----------------------------------------------------------------------------------------------------------
+def _softplus_array(xp, a):
+    """``log(1 + exp(a))`` without overflow."""
+    return xp.maximum(a, 0.0) + xp.log1p(xp.exp(-xp.abs(a)))
+
+
+class Mish(Op):
+    saves_inputs = True
+
+    @staticmethod
+    def forward(ctx, xp, a):
+        return a * xp.tanh(_softplus_array(xp, a))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        t = softplus(a).tanh()
+        return g * (t + a * (1 - t * t) * a.sigmoid())
+
+
+def mish(input):
+    """``input * tanh(softplus(input))``.
+
+    >>> import ember
+    >>> from ember.ops.activation import mish
+    >>> mish(ember.tensor([0.0, 50.0]))
+    tensor([ 0., 50.])
+    """
+    _float_only("mish", input, "mish_cpu")
+    return Mish.apply(input)
+
+
+class LogSigmoid(Op):
+    saves_inputs = True
+
+    @staticmethod
+    def forward(ctx, xp, a):
+        return xp.minimum(a, 0.0) - xp.log1p(xp.exp(-xp.abs(a)))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * (-a).sigmoid()
+
+
+def logsigmoid(input):
+    """``log(sigmoid(input))``, without underflow for very negative inputs.
+
+    >>> import ember
+    >>> from ember.ops.activation import logsigmoid
+    >>> logsigmoid(ember.tensor([-200.0, 0.0]))
+    tensor([-200.0000,   -0.6931])
+    """
+    _float_only("log_sigmoid", input, "log_sigmoid_cpu")
+    return LogSigmoid.apply(input)
+
+
+def softsign(input):
+    """``input / (1 + |input|)`` (composed of ember ops, as PyTorch does).
+
+    >>> import ember
+    >>> from ember.ops.activation import softsign
+    >>> softsign(ember.tensor([-3.0, 1.0]))
+    tensor([-0.7500,  0.5000])
+    """
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input):
+    """``input - tanh(input)`` (composed of ember ops, as PyTorch does).
+
+    >>> import ember
+    >>> from ember.ops.activation import tanhshrink
+    >>> tanhshrink(ember.tensor([0.0]))
+    tensor([0.])
+    """
+    return input - input.tanh()
+
+
+def glu(input, dim=-1):
+    """Gated linear unit: split ``input`` in two halves ``a, b`` along ``dim`` and return ``a * sigmoid(b)``.
+
+    >>> import ember
+    >>> from ember.ops.activation import glu
+    >>> glu(ember.tensor([[3.0, 0.0]]))
+    tensor([[1.5000]])
+    """
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    size = input.shape[dim]
+    if size % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.ndim} is size {size}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
