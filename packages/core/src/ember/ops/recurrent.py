@@ -57,8 +57,13 @@ def _previous(xp, seq, first, reverse):
     """For every step, the state it started from: ``first`` then ``seq`` shifted by one (mirrored if reverse)."""
     first = xp.expand_dims(first, axis=0)
     if reverse:
-        return xp.concat([seq[1:], first], axis=0)
-    return xp.concat([first, seq[:-1]], axis=0)
+        return xp.concat([seq[1:, ...], first], axis=0)
+    return xp.concat([first, seq[:-1, ...]], axis=0)
+
+
+def _contiguous_transpose(xp, w):
+    """``w.T`` as a fresh row-major array (a matmul with it runs faster than with a transposed view)."""
+    return xp.reshape(_transpose(xp, w), (w.shape[1], w.shape[0]), copy=True)
 
 
 def _flat(xp, a):
@@ -114,11 +119,11 @@ class RNN(_Layer):
     def forward(ctx, xp, x_proj, w_hh, h0, nonlinearity="tanh", reverse=False):
         ctx.reverse, ctx.nonlinearity = reverse, nonlinearity
         ctx.attrs = {"nonlinearity": nonlinearity, "reverse": reverse}
-        w_t = _transpose(xp, w_hh)
+        w_t = _contiguous_transpose(xp, w_hh)
         out = xp.empty(x_proj.shape, dtype=x_proj.dtype)
         h = h0
         for t in _steps(x_proj.shape[0], reverse):
-            pre = x_proj[t] + xp.matmul(h, w_t)
+            pre = x_proj[t, ...] + xp.matmul(h, w_t)
             h = xp.tanh(pre) if nonlinearity == "tanh" else xp.maximum(pre, xp.zeros_like(pre))
             out[t, ...] = h
         return out, h
@@ -134,8 +139,8 @@ class RNN(_Layer):
         d_pre = xp.empty(out.shape, dtype=out.dtype)
         dh = g_hn._data
         for t in _steps(out.shape[0], not ctx.reverse):
-            dh = dh + g_out[t]
-            h = out[t]
+            dh = dh + g_out[t, ...]
+            h = out[t, ...]
             if ctx.nonlinearity == "tanh":
                 d = dh * (1 - h * h)
             else:
@@ -167,7 +172,7 @@ class LSTM(_Layer):
         ctx.reverse, ctx.attrs = reverse, {"reverse": reverse}
         length, batch, gates = x_proj.shape
         hidden = gates // 4
-        w_t = _transpose(xp, w_hh)
+        w_t = _contiguous_transpose(xp, w_hh)
         dtype = x_proj.dtype
         out = xp.empty((length, batch, h0.shape[-1]), dtype=dtype)
         acts = xp.empty(x_proj.shape, dtype=dtype)  # i, f, g, o after their nonlinearities
@@ -175,12 +180,12 @@ class LSTM(_Layer):
         tanh_cells = xp.empty((length, batch, hidden), dtype=dtype)
         unprojected = None
         if w_hr is not None:
-            w_hr_t = _transpose(xp, w_hr)
+            w_hr_t = _contiguous_transpose(xp, w_hr)
             unprojected = xp.empty((length, batch, hidden), dtype=dtype)
         h, c = h0, c0
         g_slice = slice(2 * hidden, 3 * hidden)
         for t in _steps(length, reverse):
-            pre = x_proj[t] + xp.matmul(h, w_t)
+            pre = x_proj[t, ...] + xp.matmul(h, w_t)
             s = _sigmoid(xp, pre)
             g = xp.tanh(pre[:, g_slice])
             c = s[:, hidden:2 * hidden] * c + s[:, :hidden] * g
@@ -204,36 +209,37 @@ class LSTM(_Layer):
         x_proj, w_hh, h0, c0, w_hr = ctx.saved_tensors
         out = ctx.saved_output[0]._data
         xp = _xp_of(g_out)
-        acts, cells, tanh_cells, unprojected = ctx.acts, ctx.cells, ctx.tanh_cells, ctx.unprojected
-        length, hidden = acts.shape[0], acts.shape[2] // 4
-        g_out, w, c0 = g_out._data, w_hh._data, c0._data
+        length, batch, gates = ctx.acts.shape
+        hidden = gates // 4
+        # everything that does not depend on the incoming gradient, for all steps at once:
+        # d_pre[t] = coef[t] * (dc, dc, dc, dh) gate by gate, and dc gets dh * dc_dh from h = o * tanh(c)
+        acts = xp.reshape(ctx.acts, (length, batch, 4, hidden))
+        i, f, g, o = (acts[:, :, k, :] for k in range(4))
+        tanh_cells = ctx.tanh_cells
+        c_prev = _previous(xp, ctx.cells, c0._data, ctx.reverse)
+        coef = xp.stack([i * (1 - i) * g, f * (1 - f) * c_prev, (1 - g * g) * i, o * (1 - o) * tanh_cells], axis=2)
+        dc_dh = o * (1 - tanh_cells * tanh_cells)
+        g_out, w = g_out._data, w_hh._data
         d_pre = xp.empty(acts.shape, dtype=acts.dtype)
         d_proj = None
         if w_hr is not None:
             w_r = w_hr._data
             d_proj = xp.empty(out.shape, dtype=out.dtype)
         dh, dc = g_hn._data, g_cn._data
-        last = length - 1
         for t in _steps(length, not ctx.reverse):
-            dh = dh + g_out[t]
+            dh = dh + g_out[t, ...]
             if d_proj is not None:
                 d_proj[t, ...] = dh
                 dh = xp.matmul(dh, w_r)
-            s = acts[t]
-            i, f, g, o = s[:, :hidden], s[:, hidden:2 * hidden], s[:, 2 * hidden:3 * hidden], s[:, 3 * hidden:]
-            tc = tanh_cells[t]
-            prev = t + 1 if ctx.reverse else t - 1
-            c_prev = cells[prev] if 0 <= prev <= last else c0
-            dc = dc + dh * o * (1 - tc * tc)
-            d_pre[t, :, :hidden] = dc * g * i * (1 - i)
-            d_pre[t, :, hidden:2 * hidden] = dc * c_prev * f * (1 - f)
-            d_pre[t, :, 2 * hidden:3 * hidden] = dc * i * (1 - g * g)
-            d_pre[t, :, 3 * hidden:] = dh * tc * o * (1 - o)
-            dc = dc * f
-            dh = xp.matmul(d_pre[t], w)
+            dc = dc + dh * dc_dh[t, ...]
+            d_pre[t, :, :3, :] = coef[t, :, :3, :] * xp.expand_dims(dc, axis=1)
+            d_pre[t, :, 3, :] = coef[t, :, 3, :] * dh
+            dc = dc * f[t, ...]
+            dh = xp.matmul(xp.reshape(d_pre[t, ...], (batch, gates)), w)
+        d_pre = xp.reshape(d_pre, (length, batch, gates))
         needs = ctx.needs_input_grad
         dw = _weight_grad(xp, d_pre, _previous(xp, out, h0._data, ctx.reverse)) if needs[1] else None
-        dw_r = _weight_grad(xp, d_proj, unprojected) if needs[4] else None
+        dw_r = _weight_grad(xp, d_proj, ctx.unprojected) if needs[4] else None
         return _wrap((d_pre, dw, dh, dc, dw_r), needs, ctx._out_device)
 
     @staticmethod
@@ -259,7 +265,7 @@ class GRU(_Layer):
         ctx.reverse, ctx.attrs = reverse, {"reverse": reverse}
         length, batch, gates = x_proj.shape
         hidden = gates // 3
-        w_t = _transpose(xp, w_hh)
+        w_t = _contiguous_transpose(xp, w_hh)
         out = xp.empty((length, batch, hidden), dtype=x_proj.dtype)
         acts = xp.empty(x_proj.shape, dtype=x_proj.dtype)  # r, z, n after their nonlinearities
         hidden_n = xp.empty((length, batch, hidden), dtype=x_proj.dtype)  # h W_hn^T + b_hn
@@ -268,7 +274,7 @@ class GRU(_Layer):
             hh = xp.matmul(h, w_t)
             if b_hh is not None:
                 hh = hh + b_hh
-            x = x_proj[t]
+            x = x_proj[t, ...]
             rz = _sigmoid(xp, x[:, :2 * hidden] + hh[:, :2 * hidden])
             hn = hh[:, 2 * hidden:]
             n = xp.tanh(x[:, 2 * hidden:] + rz[:, :hidden] * hn)
@@ -295,19 +301,19 @@ class GRU(_Layer):
         d_hh = xp.empty(acts.shape, dtype=acts.dtype)
         dh = g_hn._data
         for t in _steps(out.shape[0], not ctx.reverse):
-            dh = dh + g_out[t]
-            s = acts[t]
+            dh = dh + g_out[t, ...]
+            s = acts[t, ...]
             r, z, n = s[:, :hidden], s[:, hidden:2 * hidden], s[:, 2 * hidden:]
             d_n = dh * (1 - z) * (1 - n * n)
-            d_r = d_n * hidden_n[t] * r * (1 - r)
-            d_z = dh * (h_prev_seq[t] - n) * z * (1 - z)
+            d_r = d_n * hidden_n[t, ...] * r * (1 - r)
+            d_z = dh * (h_prev_seq[t, ...] - n) * z * (1 - z)
             d_x[t, :, :hidden] = d_r
             d_x[t, :, hidden:2 * hidden] = d_z
             d_x[t, :, 2 * hidden:] = d_n
             d_hh[t, :, :hidden] = d_r
             d_hh[t, :, hidden:2 * hidden] = d_z
             d_hh[t, :, 2 * hidden:] = d_n * r
-            dh = dh * z + xp.matmul(d_hh[t], w)
+            dh = dh * z + xp.matmul(d_hh[t, ...], w)
         needs = ctx.needs_input_grad
         dw = _weight_grad(xp, d_hh, h_prev_seq) if needs[1] else None
         db = xp.sum(d_hh, axis=(0, 1)) if needs[2] else None
