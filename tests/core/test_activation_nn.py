@@ -143,3 +143,12 @@ def test_relu_and_threshold_in_place(device):
     s = ember.tensor([-1.0, 1.0], device=device)
     A.selu_(s)
     np.testing.assert_allclose(_np(s), [SELU_SCALE * SELU_ALPHA * (np.exp(-1) - 1), SELU_SCALE])
+
+
+@pytest.mark.parametrize("slope", [0.0, 1.0, 1.5, -0.5])
+def test_leaky_relu_any_slope(slope, device):
+    x = rand64(10, device=device, low=-3, high=3)
+    xa = _np(x)
+    np.testing.assert_allclose(_np(A.leaky_relu(x, slope)), np.where(xa > 0, xa, slope * xa))
+    A.leaky_relu(x, slope).sum().backward()
+    np.testing.assert_allclose(_np(x.grad), np.where(xa > 0, 1.0, slope))

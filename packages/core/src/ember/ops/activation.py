@@ -211,12 +211,15 @@ class LeakyRelu(Op):
     @staticmethod
     def forward(ctx, xp, a, negative_slope=0.01):
         ctx.slope = negative_slope
+        if 0 <= negative_slope <= 1:  # max(a, slope * a) picks the right side; cheaper than a select
+            return xp.maximum(a, a * negative_slope)
         return xp.where(a > 0, a, a * negative_slope)
 
     @staticmethod
     def backward(ctx, g):
         a, = ctx.saved_tensors
-        return where(a > 0, g, g * ctx.slope)
+        slope = ctx.slope
+        return g * ((a > 0).to(g.dtype) * (1 - slope) + slope)  # 1 where positive, else slope
 
 
 def leaky_relu(input, negative_slope=0.01):

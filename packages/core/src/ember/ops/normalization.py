@@ -23,37 +23,67 @@ __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm"]
 
 
 # -- shared: normalising over some axes ---------------------------------------------------------------------------
-def _normalize(xp, x, axes, eps):
-    """``(x - mean) / sqrt(var + eps)`` over ``axes`` (biased variance), with the mean, variance and 1/std."""
+def _moments(xp, x, axes, eps):
+    """``x - mean``, the mean, the biased variance and ``1 / sqrt(var + eps)`` over ``axes`` (kept as size 1)."""
     mean = xp.mean(x, axis=axes, keepdims=True)
     centered = x - mean
     var = xp.mean(centered * centered, axis=axes, keepdims=True)
-    invstd = 1 / xp.sqrt(var + eps)
-    return centered * invstd, mean, var, invstd
+    return centered, mean, var, 1 / xp.sqrt(var + eps)
 
 
-def _stats(ctx, x):
-    """The mean and 1/std of ``x`` over ``ctx.axes``: recomputed with ember ops when building a graph of the
-    gradient (they depend on ``x``), else the forward's arrays as constants."""
-    if STATE.enabled:
-        mean = x.mean(ctx.axes, keepdim=True)
-        centered = x - mean
-        invstd = ((centered * centered).mean(ctx.axes, keepdim=True) + ctx.eps).rsqrt()
-        return mean, invstd
-    return Tensor._make(ctx.mean, x._device), Tensor._make(ctx.invstd, x._device)
+def _scaled(xp, centered, invstd, weight, bias, shape):
+    """``centered * invstd * weight + bias`` with a per-channel weight and bias (reshaped to ``shape``)."""
+    scale = invstd if weight is None else invstd * xp.reshape(weight, shape)
+    out = centered * scale
+    if bias is not None:
+        out += xp.reshape(bias, shape)
+    return out
+
+
+def _count(shape, axes):
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    return n
+
+
+def _input_grad_arrays(xp, g, x, mean, invstd, axes, scale=None, need_input=True, want_xhat=False):
+    """First-order gradients on arrays for ``y = (x - mean(x)) * invstd(x) * scale`` (``scale`` constant over
+    ``axes``): ``(grad of x or None, sum of g, sum of g * xhat, xhat or None)``, the sums over ``axes``.
+
+    With ``xhat = (x - mean) * invstd`` the input gradient is
+    ``scale * invstd * (g - mean(g) - xhat * mean(g * xhat))``, formed here as
+    ``g * a + (x - mean) * b + c`` with per-group ``a``, ``b``, ``c``.
+    """
+    centered = x - mean
+    xhat = centered * invstd if want_xhat else None
+    sum_g = xp.sum(g, axis=axes, keepdims=True)
+    sum_g_xhat = xp.sum(g * centered, axis=axes, keepdims=True) * invstd
+    if not need_input:
+        return None, sum_g, sum_g_xhat, xhat
+    n = _count(x.shape, axes)
+    a = invstd if scale is None else invstd * scale
+    centered *= -a * invstd * sum_g_xhat / n  # the temporary becomes the xhat term
+    centered += g * a
+    centered -= a * sum_g / n
+    return centered, sum_g, sum_g_xhat, xhat
+
+
+def _graph_stats(x, axes, eps):
+    """The mean and 1/std of ``x`` over ``axes`` as ember ops of ``x``, for a differentiable gradient."""
+    mean = x.mean(axes, keepdim=True)
+    centered = x - mean
+    return mean, ((centered * centered).mean(axes, keepdim=True) + eps).rsqrt()
 
 
 def _normalized_grad(g_xhat, x, xhat, invstd, axes):
-    """The gradient with respect to ``x`` of ``xhat = (x - mean(x)) * invstd(x)``, given the one of ``xhat``."""
+    """The gradient with respect to ``x`` of ``xhat = (x - mean(x)) * invstd(x)``, given the one of ``xhat``
+    (ember ops: differentiable again)."""
     return invstd * (g_xhat - g_xhat.mean(axes, keepdim=True) - xhat * (g_xhat * xhat).mean(axes, keepdim=True))
 
 
-def _affine(xp, xhat, weight, bias, shape=None):
-    if weight is not None:
-        xhat = xhat * (weight if shape is None else xp.reshape(weight, shape))
-    if bias is not None:
-        xhat = xhat + (bias if shape is None else xp.reshape(bias, shape))
-    return xhat
+def _make(array, like):
+    return Tensor._make(array, like._device)
 
 
 def _check_tensor(name, input):
@@ -85,19 +115,28 @@ class BatchNormTraining(Op):
     @staticmethod
     def forward(ctx, xp, x, weight, bias, eps=1e-5):
         axes = (0,) + tuple(range(2, x.ndim))
-        xhat, mean, var, invstd = _normalize(xp, x, axes, eps)
+        centered, mean, var, invstd = _moments(xp, x, axes, eps)
         ctx.axes, ctx.eps, ctx.mean, ctx.invstd = axes, eps, mean, invstd
         c = x.shape[1]
-        return _affine(xp, xhat, weight, bias, _channel_shape(x.ndim, c)), xp.reshape(mean, (c,)), \
-            xp.reshape(var, (c,))
+        out = _scaled(xp, centered, invstd, weight, bias, _channel_shape(x.ndim, c))
+        return out, xp.reshape(mean, (c,)), xp.reshape(var, (c,))
 
     @staticmethod
     def backward(ctx, g, _g_mean, _g_var):
         x, weight, _ = ctx.saved_tensors
         need = ctx.needs_input_grad
-        mean, invstd = _stats(ctx, x)
+        c = x.shape[1]
+        shape = _channel_shape(x.ndim, c)
+        if not STATE.enabled:  # first order: on arrays
+            xp = x._device.backend.xp
+            scale = None if weight is None else xp.reshape(weight._data, shape)
+            gx, sum_g, sum_g_xhat, _ = _input_grad_arrays(xp, g._data, x._data, ctx.mean, ctx.invstd, ctx.axes,
+                                                          scale, need[0])
+            return (_make(gx, g) if need[0] else None,
+                    _make(xp.reshape(sum_g_xhat, (c,)), g) if need[1] else None,
+                    _make(xp.reshape(sum_g, (c,)), g) if need[2] else None)
+        mean, invstd = _graph_stats(x, ctx.axes, ctx.eps)
         xhat = (x - mean) * invstd
-        shape = _channel_shape(x.ndim, x.shape[1])
         gx = gw = gb = None
         if need[0]:
             g_xhat = g if weight is None else g * weight.reshape(shape)
@@ -234,17 +273,34 @@ class LayerNorm(Op):
     @staticmethod
     def forward(ctx, xp, x, weight, bias, ndim=1, eps=1e-5):
         axes = tuple(range(x.ndim - ndim, x.ndim))
-        xhat, mean, _, invstd = _normalize(xp, x, axes, eps)
+        centered, mean, _, invstd = _moments(xp, x, axes, eps)
         ctx.axes, ctx.eps, ctx.mean, ctx.invstd = axes, eps, mean, invstd
-        return _affine(xp, xhat, weight, bias)
+        out = centered * invstd
+        if weight is not None:
+            out *= weight
+        if bias is not None:
+            out += bias
+        return out
 
     @staticmethod
     def backward(ctx, g):
         x, weight, _ = ctx.saved_tensors
         need = ctx.needs_input_grad
-        mean, invstd = _stats(ctx, x)
-        xhat = (x - mean) * invstd
         lead = tuple(range(x.ndim - len(ctx.axes)))
+        if not STATE.enabled:  # first order: on arrays
+            xp = x._device.backend.xp
+            g_xhat = g._data if weight is None else g._data * weight._data
+            gx, _, _, xhat = _input_grad_arrays(xp, g_xhat, x._data, ctx.mean, ctx.invstd, ctx.axes,
+                                                need_input=need[0], want_xhat=need[1])
+            gw = gb = None
+            if need[1]:
+                gw = g._data * xhat
+                gw = _make(xp.sum(gw, axis=lead) if lead else gw, g)
+            if need[2]:
+                gb = _make(xp.sum(g._data, axis=lead), g) if lead else g
+            return (_make(gx, g) if need[0] else None), gw, gb
+        mean, invstd = _graph_stats(x, ctx.axes, ctx.eps)
+        xhat = (x - mean) * invstd
         gx = gw = gb = None
         if need[0]:
             gx = _normalized_grad(g if weight is None else g * weight, x, xhat, invstd, ctx.axes)
@@ -293,10 +349,15 @@ class GroupNorm(Op):
     @staticmethod
     def forward(ctx, xp, x, weight, bias, num_groups=1, eps=1e-5):
         n, c = x.shape[0], x.shape[1]
-        grouped = xp.reshape(x, (n, num_groups, -1))
-        xhat, mean, _, invstd = _normalize(xp, grouped, (2,), eps)
-        ctx.axes, ctx.eps, ctx.mean, ctx.invstd, ctx.groups = (2,), eps, mean, invstd, num_groups
-        return _affine(xp, xp.reshape(xhat, x.shape), weight, bias, _channel_shape(x.ndim, c))
+        centered, mean, _, invstd = _moments(xp, xp.reshape(x, (n, num_groups, -1)), (2,), eps)
+        ctx.eps, ctx.mean, ctx.invstd, ctx.groups = eps, mean, invstd, num_groups
+        # one factor per (sample, channel): the group's 1/std times the channel's weight
+        per_group = (1, num_groups, c // num_groups)
+        w = xp.ones(per_group, dtype=x.dtype) if weight is None else xp.reshape(weight, per_group)
+        out = xp.reshape(centered, (n, c, -1)) * xp.reshape(invstd * w, (n, c, 1))
+        if bias is not None:
+            out += xp.reshape(bias, (1, c, 1))
+        return xp.reshape(out, x.shape)
 
     @staticmethod
     def backward(ctx, g):
@@ -304,10 +365,19 @@ class GroupNorm(Op):
         need = ctx.needs_input_grad
         shape = _channel_shape(x.ndim, x.shape[1])
         grouped_shape = (x.shape[0], ctx.groups, -1)
-        grouped = x.reshape(grouped_shape)
-        mean, invstd = _stats(ctx, grouped)
-        xhat = (grouped - mean) * invstd
         axes = (0,) + tuple(range(2, x.ndim))
+        if not STATE.enabled:  # first order: on arrays
+            xp = x._device.backend.xp
+            g_xhat = g._data if weight is None else g._data * xp.reshape(weight._data, shape)
+            gx, _, _, xhat = _input_grad_arrays(xp, xp.reshape(g_xhat, grouped_shape),
+                                                xp.reshape(x._data, grouped_shape), ctx.mean, ctx.invstd, (2,),
+                                                need_input=need[0], want_xhat=need[1])
+            return (_make(xp.reshape(gx, x.shape), g) if need[0] else None,
+                    _make(xp.sum(g._data * xp.reshape(xhat, x.shape), axis=axes), g) if need[1] else None,
+                    _make(xp.sum(g._data, axis=axes), g) if need[2] else None)
+        grouped = x.reshape(grouped_shape)
+        mean, invstd = _graph_stats(grouped, (2,), ctx.eps)
+        xhat = (grouped - mean) * invstd
         gx = gw = gb = None
         if need[0]:
             g_xhat = (g if weight is None else g * weight.reshape(shape)).reshape(grouped_shape)
