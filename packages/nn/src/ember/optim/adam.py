@@ -1,3 +1,105 @@
-"""The adam optimizer."""
+"""Adam, with AMSGrad and (for AdamW) decoupled weight decay."""
+from __future__ import annotations
 
-__all__: list = []
+import math
+
+import ember
+
+from .optimizer import (Optimizer, Scratch, advance_step, bump, check_differentiable, check_options, grad_array,
+                        new_step_tensor)
+
+__all__ = ["Adam"]
+
+
+class Adam(Optimizer):
+    """Adam (Kingma and Ba), PyTorch's algorithm.
+
+    At step ``t``, for each parameter ``p`` with gradient ``g`` (``-g`` if ``maximize``)::
+
+        p = p * (1 - lr * weight_decay)  if decoupled_weight_decay  else  g = g + weight_decay * p
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g * g
+        v_max = max(v_max, v)                         (amsgrad; then v_max stands for v below)
+        p = p - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
+
+    State per parameter: ``'step'`` (a 0-d tensor), ``'exp_avg'`` (m),
+    ``'exp_avg_sq'`` (v) and ``'max_exp_avg_sq'`` with amsgrad. ``foreach``,
+    ``fused`` and ``capturable`` are accepted for PyTorch's signature; ember has
+    one implementation.
+
+    >>> import ember
+    >>> w = ember.tensor([1.0, -1.0], requires_grad=True)
+    >>> opt = ember.optim.Adam([w], lr=0.1)
+    >>> (w * w).sum().backward(); opt.step()
+    >>> w  # Adam's first step moves each coordinate by lr against its gradient's sign
+    tensor([ 0.9000, -0.9000], requires_grad=True)
+    >>> opt.state[w]['step']
+    tensor(1.)
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        if isinstance(lr, ember.Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        check_options((lr >= 0.0, "learning rate", lr), (eps >= 0.0, "epsilon value", eps),
+                      (0.0 <= betas[0] < 1.0, "beta parameter at index 0", betas[0]),
+                      (0.0 <= betas[1] < 1.0, "beta parameter at index 1", betas[1]),
+                      (weight_decay >= 0.0, "weight_decay value", weight_decay))
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        check_differentiable(differentiable, fused, foreach)
+        super().__init__(params, defaults)
+
+    def _state_of(self, p, amsgrad: bool) -> dict:
+        state = self.state[p]
+        if not state:
+            state["step"] = new_step_tensor()
+            state["exp_avg"] = ember.zeros_like(p)
+            state["exp_avg_sq"] = ember.zeros_like(p)
+            if amsgrad:
+                state["max_exp_avg_sq"] = ember.zeros_like(p)
+        return state
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient; returns ``closure()``'s loss if given."""
+        loss = self._run_closure(closure)
+        with ember.no_grad():
+            for group in self.param_groups:
+                lr, eps, amsgrad = float(group["lr"]), group["eps"], group["amsgrad"]
+                beta1, beta2 = (float(b) for b in group["betas"])
+                weight_decay = group["weight_decay"]
+                decoupled = group.get("decoupled_weight_decay", False)
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self._state_of(p, amsgrad)
+                    t = advance_step(state["step"])
+                    if decoupled and weight_decay != 0:
+                        p._data *= 1 - lr * weight_decay
+                    g = grad_array(p, group["maximize"], 0 if decoupled else weight_decay)
+                    m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+                    xp = p._device.backend.xp
+                    scratch = Scratch(xp, m)
+                    tmp = scratch("subtract", g, m)
+                    tmp *= 1 - beta1
+                    m += tmp
+                    tmp = scratch("multiply", g, g)
+                    tmp *= 1 - beta2
+                    v *= beta2
+                    v += tmp
+                    step_size = lr / (1 - beta1 ** t)
+                    if amsgrad:
+                        v_max = state["max_exp_avg_sq"]
+                        v_max._data[...] = xp.maximum(v_max._data, v)
+                        bump(v_max)
+                        v = v_max._data
+                    denom = xp.sqrt(v)
+                    denom /= math.sqrt(1 - beta2 ** t)
+                    denom += eps
+                    update = scratch("multiply", m, -step_size)
+                    update /= denom
+                    p._data += update
+                    bump(p, state["exp_avg"], state["exp_avg_sq"])
+        return loss

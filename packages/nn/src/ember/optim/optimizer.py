@@ -1,3 +1,429 @@
-"""Optimizer: parameter groups, state, zero_grad, state_dict / load_state_dict, step hooks."""
+"""Optimizer: parameter groups, per-parameter state, zero_grad, state_dict / load_state_dict, step hooks.
 
-__all__: list = []
+The built-in optimizers update each parameter's array in place, straight on
+the backend's arrays (a few array operations per parameter, no autograd
+bookkeeping, float32 kept float32), and bump the parameter's version counter
+afterwards, exactly as an in-place tensor op would: a parameter changed after
+being saved for backward is still reported by backward.
+
+>>> import ember
+>>> w = ember.tensor([1.0, 2.0], requires_grad=True)
+>>> opt = ember.optim.SGD([w], lr=0.1)
+>>> (w * w).sum().backward()
+>>> opt.step()
+>>> w
+tensor([0.8000, 1.6000], requires_grad=True)
+>>> opt.zero_grad(); w.grad is None
+True
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import warnings
+from collections import OrderedDict, defaultdict
+from itertools import chain
+
+import ember
+from ember.autograd.hooks import add_hook
+
+__all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
+
+
+class _RequiredParameter:
+    """The default of an option that every parameter group must give (``lr`` of a custom optimizer, say)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+_GLOBAL_STEP_PRE_HOOKS: OrderedDict = OrderedDict()
+_GLOBAL_STEP_POST_HOOKS: OrderedDict = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook):
+    """Run ``hook(optimizer, args, kwargs)`` before every optimizer's ``step``; returns a removable handle.
+
+    The hook may return ``(new_args, new_kwargs)`` to replace the step's arguments.
+    """
+    return add_hook(_GLOBAL_STEP_PRE_HOOKS, hook)
+
+
+def register_optimizer_step_post_hook(hook):
+    """Run ``hook(optimizer, args, kwargs)`` after every optimizer's ``step``; returns a removable handle."""
+    return add_hook(_GLOBAL_STEP_POST_HOOKS, hook)
+
+
+def _hooked_step(step):
+    """``step`` running the global and the optimizer's own step hooks around it, and counting the steps."""
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        if self._in_step:  # a subclass's step calling its parent's: the hooks already ran once
+            return step(self, *args, **kwargs)
+        for hook in chain(_GLOBAL_STEP_PRE_HOOKS.values(), self._optimizer_step_pre_hooks.values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{hook} must return None or a tuple of (new_args, new_kwargs), "
+                                       f"but got {result}.")
+                args, kwargs = result
+        self._in_step = True
+        try:
+            out = step(self, *args, **kwargs)
+        finally:
+            self._in_step = False
+        self._opt_called = True
+        for hook in chain(self._optimizer_step_post_hooks.values(), _GLOBAL_STEP_POST_HOOKS.values()):
+            hook(self, args, kwargs)
+        return out
+
+    wrapper._hooked = True
+    return wrapper
+
+
+class Optimizer:
+    """Base class of all optimizers: holds parameter groups and per-parameter state.
+
+    ``params`` is an iterable of tensors, of ``(name, tensor)`` pairs (as
+    ``model.named_parameters()`` gives), or of dicts, each a parameter group
+    with its own options (``{'params': [...], 'lr': 0.1}``); ``defaults`` holds
+    the options a group does not set. A subclass implements ``step``.
+
+    ``state_dict()`` returns PyTorch's layout: ``{'state': {index: {...}},
+    'param_groups': [{..., 'params': [indices]}]}``, holding references to the
+    live state tensors (as PyTorch does: save it, or copy it, before stepping
+    on); ``load_state_dict`` copies what it loads.
+
+    >>> import ember
+    >>> a, b = ember.zeros(2, requires_grad=True), ember.zeros(3, requires_grad=True)
+    >>> opt = ember.optim.SGD([{'params': [a]}, {'params': [b], 'lr': 0.5}], lr=0.1)
+    >>> [g['lr'] for g in opt.param_groups]
+    [0.1, 0.5]
+    >>> opt.state_dict()['param_groups'][1]['params']
+    [1]
+    """
+
+    _in_step = False
+    _opt_called = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_hooked", False):
+            cls.step = _hooked_step(step)
+
+    def __init__(self, params, defaults: dict):
+        self.defaults = defaults
+        self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()
+        self._optimizer_step_post_hooks: OrderedDict = OrderedDict()
+        self._optimizer_state_dict_pre_hooks: OrderedDict = OrderedDict()
+        self._optimizer_state_dict_post_hooks: OrderedDict = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks: OrderedDict = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks: OrderedDict = OrderedDict()
+        if isinstance(params, ember.Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            f"but got {_typename(params)}")
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    # -- parameter groups ----------------------------------------------------------------
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group of parameters with its own options (those it leaves out come from ``defaults``).
+
+        For fine-tuning, say: layers unfrozen later join the optimizer with their own learning rate.
+        """
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, ember.Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering "
+                            "of tensors in sets will change between runs. Please use a list instead.")
+        else:
+            params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        tensors = [p[1] if isinstance(p, tuple) else p for p in params]
+        param_group["params"] = tensors
+        if names:
+            if len(names) != len(tensors):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            param_group["param_names"] = names
+        for p in tensors:
+            if not isinstance(p, ember.Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {_typename(p)}")
+            if not self.defaults.get("differentiable", None) and not (p.is_leaf or p.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter "
+                                 f"{name}")
+            param_group.setdefault(name, default)
+        ids = {id(p) for p in tensors}
+        if len(ids) != len(tensors):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
+                          "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information",
+                          stacklevel=3)
+        for group in self.param_groups:
+            if ("param_names" in param_group) != ("param_names" in group):
+                which = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {which} to the optimizer")
+            if any(id(p) in ids for p in group["params"]):
+                raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    # -- gradients and steps -----------------------------------------------------------
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset every parameter's gradient: to None (the default), or to zeros in place."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if g.grad_fn is not None:
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
+                    g.zero_()
+
+    def step(self, closure=None):
+        """Update the parameters once; ``closure`` (re-evaluating the model, returning the loss) is optional."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement step()")
+
+    def register_step_pre_hook(self, hook):
+        """Run ``hook(optimizer, args, kwargs)`` before each ``step``; it may return ``(new_args, new_kwargs)``."""
+        return add_hook(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook):
+        """Run ``hook(optimizer, args, kwargs)`` after each ``step``."""
+        return add_hook(self._optimizer_step_post_hooks, hook)
+
+    # -- saving and restoring ------------------------------------------------------------
+    def register_state_dict_pre_hook(self, hook, prepend: bool = False):
+        """Run ``hook(optimizer)`` before ``state_dict`` builds its result."""
+        return _add_ordered_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend: bool = False):
+        """Run ``hook(optimizer, state_dict)`` after ``state_dict``; a returned dict replaces the result."""
+        return _add_ordered_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend: bool = False):
+        """Run ``hook(optimizer, state_dict)`` before loading; a returned dict is loaded instead."""
+        return _add_ordered_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend: bool = False):
+        """Run ``hook(optimizer)`` after ``load_state_dict``."""
+        return _add_ordered_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
+    def state_dict(self) -> dict:
+        """The optimizer's state: ``{'state': {index: {...}}, 'param_groups': [...]}`` with parameters as indices.
+
+        Indices count the parameters through the groups in order. The state
+        tensors are the live ones (as in PyTorch): save the dict, or copy it,
+        before the next ``step`` if it must keep today's values.
+        """
+        for hook in self._optimizer_state_dict_pre_hooks.values():
+            hook(self)
+        index_of: dict = {}
+        groups = []
+        start = 0
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for i, p in enumerate(group["params"], start):
+                index_of.setdefault(id(p), i)
+            packed["params"] = [index_of[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            groups.append(packed)
+        state = {(index_of[id(k)] if isinstance(k, ember.Tensor) else k): v for k, v in self.state.items()}
+        result = {"state": state, "param_groups": groups}
+        for hook in self._optimizer_state_dict_post_hooks.values():
+            replaced = hook(self, result)
+            if replaced is not None:
+                result = replaced
+        return result
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore what ``state_dict`` returned: the groups' options and each parameter's state, copied.
+
+        Parameters are matched by position (the group sizes must agree). State
+        tensors are copied and cast to their parameter's dtype and device,
+        except ``'step'``, which keeps its own dtype.
+        """
+        state_dict = dict(state_dict)
+        for hook in self._optimizer_load_state_dict_pre_hooks.values():
+            replaced = hook(self, state_dict)
+            if replaced is not None:
+                state_dict = replaced
+        groups = self.param_groups
+        saved_groups = deep_copy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
+                             "optimizer's group")
+        param_of = dict(zip(chain.from_iterable(s["params"] for s in saved_groups),
+                            chain.from_iterable(g["params"] for g in groups)))
+        state: defaultdict = defaultdict(dict)
+        for key, value in state_dict["state"].items():
+            if isinstance(key, str) and key.isdigit() and key not in param_of:
+                key = int(key)  # a checkpoint format that keeps only string keys
+            if key in param_of:
+                param = param_of[key]
+                state[param] = _cast_state(param, value)
+            else:
+                state[key] = deep_copy(value)
+        for group, saved in zip(groups, saved_groups):
+            saved["params"] = group["params"]
+            if "param_names" in group and "param_names" not in saved:
+                saved["param_names"] = group["param_names"]
+        self.state = state
+        self.param_groups = saved_groups
+        for hook in self._optimizer_load_state_dict_post_hooks.values():
+            hook(self)
+
+    def __repr__(self) -> str:
+        text = type(self).__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            text += f"\nParameter Group {i}\n"
+            for key in sorted(group):
+                if key != "params":
+                    text += f"    {key}: {group[key]}\n"
+        return text + ")"
+
+    # -- for subclasses --------------------------------------------------------------------
+    @staticmethod
+    def _run_closure(closure):
+        """The loss ``closure()`` returns, computed with gradients on (None without a closure)."""
+        if closure is None:
+            return None
+        with ember.enable_grad():
+            return closure()
+
+
+def _typename(obj) -> str:
+    if isinstance(obj, ember.Tensor):
+        return f"ember.{type(obj).__name__}"
+    return type(obj).__qualname__
+
+
+def _add_ordered_hook(hooks: OrderedDict, hook, prepend: bool):
+    handle = add_hook(hooks, hook)
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+def deep_copy(value):
+    """A deep copy of nested dicts, lists and tuples in which tensors are cloned (detached)."""
+    if isinstance(value, ember.Tensor):
+        return value.detach().clone()
+    if isinstance(value, dict):
+        out = copy.copy(value)  # keeps the dict's type (a Counter, an OrderedDict)
+        for k, v in value.items():
+            out[k] = deep_copy(v)
+        return out
+    if isinstance(value, (list, tuple)):
+        return type(value)(deep_copy(v) for v in value)
+    return copy.deepcopy(value)
+
+
+def _cast_state(param, value, key=None):
+    """A copy of one parameter's saved state, its tensors on ``param``'s device (and dtype, if floating)."""
+    if isinstance(value, ember.Tensor):
+        value = value.detach()
+        if key == "step":
+            return value.clone()
+        dtype = param.dtype if param.is_floating_point() else None
+        moved = value.to(device=param.device, dtype=dtype)
+        return moved.clone() if moved is value else moved
+    if isinstance(value, dict):
+        return {k: _cast_state(param, v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_state(param, v) for v in value)
+    return copy.deepcopy(value)
+
+
+# -- what the built-in optimizers share ---------------------------------------------------------
+def new_step_tensor():
+    """The ``'step'`` count a parameter's state starts with: a 0-d float tensor on the CPU, as in PyTorch."""
+    dtype = ember.float64 if ember.get_default_dtype() is ember.float64 else ember.float32
+    return ember.zeros((), dtype=dtype)
+
+
+def advance_step(step_tensor) -> float:
+    """Add one to a ``'step'`` tensor in place; returns the new count."""
+    step_tensor._data += 1
+    step_tensor._vc[0] += 1
+    return float(step_tensor._data)
+
+
+def bump(*tensors) -> None:
+    """Mark tensors whose arrays were changed in place (their version counters move on)."""
+    for t in tensors:
+        t._vc[0] += 1
+
+
+def grad_array(p, maximize: bool, weight_decay: float = 0):
+    """``p``'s gradient array, negated to maximize, plus ``weight_decay * p`` (never the ``.grad`` array
+    itself once changed)."""
+    g = p.grad._data
+    if maximize:
+        g = -g
+    if weight_decay != 0:
+        g = g + weight_decay * p._data
+    return g
+
+
+def check_options(*checks) -> None:
+    """PyTorch's ``ValueError("Invalid <what>: <value>")`` for the first ``(ok, what, value)`` that is not ok."""
+    for ok, what, value in checks:
+        if not ok:
+            raise ValueError(f"Invalid {what}: {value}")
+
+
+def check_differentiable(differentiable: bool, fused, foreach) -> None:
+    """ember has one implementation per optimizer: ``foreach``/``fused`` are accepted and change nothing."""
+    if differentiable:
+        raise NotImplementedError("differentiable=True is not supported: ember's optimizers update parameters in "
+                                  "place outside autograd")
+    if fused and foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+_TAKES_OUT: dict = {}
+
+
+class Scratch:
+    """One reusable array for the temporaries of one parameter's update.
+
+    ``scratch("multiply", a, b)`` computes ``xp.multiply(a, b)`` into the
+    scratch array when the backend's elementwise functions take ``out=``
+    (NumPy's and CuPy's ufuncs), and into a fresh array otherwise (the array
+    API has no ``out=``). Each call overwrites the previous result.
+    """
+
+    __slots__ = ("xp", "out")
+
+    def __init__(self, xp, like):
+        self.xp = xp
+        takes_out = _TAKES_OUT.get(id(xp))
+        if takes_out is None:
+            takes_out = _TAKES_OUT[id(xp)] = hasattr(xp.multiply, "nout")
+        self.out = xp.empty_like(like) if takes_out else None
+
+    def __call__(self, name: str, *arrays):
+        fn = getattr(self.xp, name)
+        return fn(*arrays) if self.out is None else fn(*arrays, out=self.out)

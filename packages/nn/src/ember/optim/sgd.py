@@ -1,3 +1,72 @@
-"""The sgd optimizer."""
+"""SGD: stochastic gradient descent with optional momentum, dampening, Nesterov momentum and weight decay."""
+from __future__ import annotations
 
-__all__: list = []
+import ember
+
+from .optimizer import Optimizer, bump, check_differentiable, check_options, grad_array
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent, PyTorch's algorithm.
+
+    For each parameter ``p`` with gradient ``g`` (``-g`` if ``maximize``)::
+
+        g = g + weight_decay * p
+        if momentum:  b = g on the first step, else b = momentum * b + (1 - dampening) * g
+                      g = g + momentum * b if nesterov else b
+        p = p - lr * g
+
+    The momentum buffer is the state ``'momentum_buffer'``. ``foreach`` and
+    ``fused`` are accepted for PyTorch's signature; ember has one implementation.
+
+    >>> import ember
+    >>> w = ember.tensor([1.0], requires_grad=True)
+    >>> opt = ember.optim.SGD([w], lr=0.1, momentum=0.9)
+    >>> for _ in range(2):
+    ...     opt.zero_grad(); (w * w).sum().backward(); opt.step()
+    >>> w  # 1 - 0.1*2 = 0.8; buffer 0.9*2 + 1.6 = 3.4; 0.8 - 0.34
+    tensor([0.4600], requires_grad=True)
+    """
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
+                 maximize=False, foreach=None, differentiable=False, fused=None):
+        if isinstance(lr, ember.Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        check_options((lr >= 0.0, "learning rate", lr), (momentum >= 0.0, "momentum value", momentum),
+                      (weight_decay >= 0.0, "weight_decay value", weight_decay))
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
+                        fused=fused)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        check_differentiable(differentiable, fused, foreach)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient; returns ``closure()``'s loss if given."""
+        loss = self._run_closure(closure)
+        with ember.no_grad():
+            for group in self.param_groups:
+                lr, momentum, nesterov = float(group["lr"]), group["momentum"], group["nesterov"]
+                keep = 1 - group["dampening"]
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    g = grad_array(p, group["maximize"], group["weight_decay"])
+                    if momentum != 0:
+                        state = self.state[p]
+                        buf = state.get("momentum_buffer")
+                        if buf is None:
+                            buf = state["momentum_buffer"] = ember.Tensor._make(
+                                p._device.backend.xp.asarray(g, copy=True), p._device, p._dtype)
+                        else:
+                            b = buf._data
+                            b *= momentum
+                            b += g if keep == 1 else keep * g
+                            bump(buf)
+                        g = g + momentum * buf._data if nesterov else buf._data
+                    p._data -= lr * g
+                    bump(p)
+        return loss

@@ -91,7 +91,7 @@ class Module(StateDictMixin, HooksMixin):
             _forward_hooks_with_kwargs={}, _forward_hooks_always_called={}, _backward_pre_hooks=OrderedDict(),
             _backward_hooks=OrderedDict(), _is_full_backward_hook=None, _state_dict_pre_hooks=OrderedDict(),
             _state_dict_hooks=OrderedDict(), _load_state_dict_pre_hooks=OrderedDict(),
-            _load_state_dict_post_hooks=OrderedDict())
+            _load_state_dict_post_hooks=OrderedDict(), _call_hook_ids={})
         if self.call_super_init:
             super().__init__(*args, **kwargs)
 
