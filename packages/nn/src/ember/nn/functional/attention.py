@@ -202,6 +202,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     tgt_len, bsz, embed_dim = query.shape
     src_len = key.shape[0]
     key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype)
+    if key_padding_mask is not None:
+        for dim, want in enumerate((bsz, src_len)):
+            if key_padding_mask.shape[dim] != want:
+                raise AssertionError(f"Expected key_padded_mask.shape[{dim}] to be {want}, but got "
+                                     f"{key_padding_mask.shape[dim]}")
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
                            "method `generate_square_subsequent_mask` to create this mask.")
@@ -248,9 +253,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         attn_mask, key_padding_mask = _append_column(attn_mask), _append_column(key_padding_mask)
     src_len = k.shape[1]
     if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                                 f"{key_padding_mask.shape}")
         padding = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
         padding = padding.reshape(heads, 1, src_len)
         attn_mask = padding if attn_mask is None else attn_mask + padding

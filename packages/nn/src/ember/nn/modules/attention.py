@@ -2,7 +2,7 @@
 
 >>> import ember
 >>> from ember import nn
->>> ember.manual_seed(0)
+>>> _ = ember.manual_seed(0)
 >>> mha = nn.MultiheadAttention(8, 2, batch_first=True)
 >>> mha
 MultiheadAttention(

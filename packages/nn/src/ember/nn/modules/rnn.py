@@ -9,7 +9,7 @@ are not supported: pad the batch and pass the full sequences.
 
 >>> import ember
 >>> from ember import nn
->>> ember.manual_seed(0)
+>>> _ = ember.manual_seed(0)
 >>> lstm = nn.LSTM(10, 20, num_layers=2, batch_first=True)
 >>> lstm
 LSTM(10, 20, num_layers=2, batch_first=True)
@@ -242,7 +242,7 @@ class RNN(RNNBase):
     ``(num_layers * num_directions, N, hidden_size)``.
 
     >>> import ember
-    >>> ember.manual_seed(0)
+    >>> _ = ember.manual_seed(0)
     >>> rnn = ember.nn.RNN(4, 3, nonlinearity="relu", bidirectional=True)
     >>> output, h_n = rnn(ember.randn(6, 2, 4))
     >>> output.shape, h_n.shape
@@ -273,7 +273,7 @@ class GRU(RNNBase):
     ``h_t = (1 - z_t) * n_t + z_t * h_{t-1}``. Arguments, inputs and outputs as :class:`RNN`.
 
     >>> import ember
-    >>> ember.manual_seed(0)
+    >>> _ = ember.manual_seed(0)
     >>> gru = ember.nn.GRU(4, 3, num_layers=2, batch_first=True)
     >>> output, h_n = gru(ember.randn(2, 6, 4))
     >>> output.shape, h_n.shape
@@ -302,7 +302,7 @@ class LSTM(RNNBase):
     returns ``(output, (h_n, c_n))``.
 
     >>> import ember
-    >>> ember.manual_seed(0)
+    >>> _ = ember.manual_seed(0)
     >>> lstm = ember.nn.LSTM(4, 3, proj_size=2)
     >>> output, (h_n, c_n) = lstm(ember.randn(6, 4))   # unbatched
     >>> output.shape, h_n.shape, c_n.shape
@@ -404,7 +404,7 @@ class RNNCell(RNNCellBase):
     """One Elman RNN step: ``h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)`` (or relu); ``hx`` defaults to zeros.
 
     >>> import ember
-    >>> ember.manual_seed(0)
+    >>> _ = ember.manual_seed(0)
     >>> cell = ember.nn.RNNCell(4, 3, nonlinearity="relu")
     >>> cell
     RNNCell(4, 3, nonlinearity=relu)
@@ -428,7 +428,7 @@ class LSTMCell(RNNCellBase):
     """One LSTM step: ``(h', c')`` from ``input`` and ``hx = (h, c)`` (zeros when omitted).
 
     >>> import ember
-    >>> ember.manual_seed(0)
+    >>> _ = ember.manual_seed(0)
     >>> h, c = ember.nn.LSTMCell(4, 3)(ember.randn(2, 4))
     >>> h.shape, c.shape
     (ember.Size([2, 3]), ember.Size([2, 3]))
@@ -446,7 +446,7 @@ class GRUCell(RNNCellBase):
     """One GRU step (gates ``r, z, n``, PyTorch's equations); ``hx`` defaults to zeros.
 
     >>> import ember
-    >>> ember.manual_seed(0)
+    >>> _ = ember.manual_seed(0)
     >>> ember.nn.GRUCell(4, 3)(ember.randn(4)).shape
     ember.Size([3])
     """

@@ -2,7 +2,7 @@
 
 >>> import ember
 >>> from ember import nn
->>> ember.manual_seed(0)
+>>> _ = ember.manual_seed(0)
 >>> layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, batch_first=True)
 >>> encoder = nn.TransformerEncoder(layer, num_layers=2)
 >>> encoder(ember.randn(3, 5, 8)).shape
