@@ -232,7 +232,7 @@ class LSTM(_Layer):
                 d_proj[t, ...] = dh
                 dh = xp.matmul(dh, w_r)
             dc = dc + dh * dc_dh[t, ...]
-            d_pre[t, :, :3, :] = coef[t, :, :3, :] * xp.expand_dims(dc, axis=1)
+            d_pre[t, :, :3, :] = coef[t, :, :3, :] * xp.reshape(dc, (batch, 1, hidden))
             d_pre[t, :, 3, :] = coef[t, :, 3, :] * dh
             dc = dc * f[t, ...]
             dh = xp.matmul(xp.reshape(d_pre[t, ...], (batch, gates)), w)

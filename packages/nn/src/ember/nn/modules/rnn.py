@@ -119,6 +119,9 @@ class RNNBase(Module):
         for weight in self.parameters():
             init.uniform_(weight, -bound, bound)
 
+    def flatten_parameters(self) -> None:
+        """Does nothing: PyTorch packs the weights into one buffer for cuDNN here; ember's ops need no packing."""
+
     @property
     def all_weights(self) -> list:
         """The parameters, one list per layer and direction (``[w_ih, w_hh, b_ih, b_hh, w_hr]`` as present)."""
