@@ -51,7 +51,7 @@ from .ops.matmul import *  # noqa: E402,F401,F403
 from .ops.sorting import *  # noqa: E402,F401,F403
 from .ops.random_ops import *  # noqa: E402,F401,F403
 from .ops.predicates import *  # noqa: E402,F401,F403
-from .ops import convolution, pooling, padding, interpolate, normalization, dropout, embedding, loss  # noqa
+from .ops import convolution, pooling, padding, interpolate, normalization, dropout, embedding, loss, recurrent  # noqa
 from .random import *  # noqa: E402,F401,F403
 from .memory import *  # noqa: E402,F401,F403
 from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: E402,F401
