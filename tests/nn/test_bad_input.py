@@ -21,7 +21,7 @@ CASES = [
     (lambda: nn.MaxPool2d(2), (2, 2), "3D"),
     (lambda: nn.AvgPool2d(2), (2,), "3D"),
     (lambda: nn.LSTM(10, 20), (5, 3, 11), "10"),
-    (lambda: nn.GRU(10, 20), (3, 5, 3, 10), "2"),
+    (lambda: nn.GRU(10, 20), (3, 5, 3, 10), "2D or 3D"),
 ]
 
 

@@ -143,8 +143,8 @@ class RNNBase(Module):
 
     def _check_input_size(self, input):
         if input.shape[-1] != self.input_size:
-            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
-                               f"got {input.shape[-1]}")
+            raise RuntimeError(f"{self._get_name()}: input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {input.shape[-1]} (input of size {list(input.shape)})")
 
     def _check_hidden(self, hx, expected, label="hidden"):
         if tuple(hx.shape) != expected:
