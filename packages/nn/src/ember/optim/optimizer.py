@@ -26,6 +26,7 @@ from itertools import chain
 
 import ember
 from ember.autograd.hooks import add_hook
+from ember.nn.utils._zero_grad import zero_grads
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
 
@@ -185,19 +186,7 @@ class Optimizer:
     # -- gradients and steps -----------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's gradient: to None (the default), or to zeros in place."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                g = p.grad
-                if g is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    if g.grad_fn is not None:
-                        g.detach_()
-                    else:
-                        g.requires_grad_(False)
-                    g.zero_()
+        zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
         """Update the parameters once; ``closure`` (re-evaluating the model, returning the loss) is optional."""

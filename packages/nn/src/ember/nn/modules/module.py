@@ -32,6 +32,7 @@ from ember import Tensor, no_grad
 from ember.ops.conversion import _parse_to
 
 from ..parameter import Buffer, Parameter, _alias
+from ..utils._zero_grad import zero_grads
 from ._hooks import (HooksMixin, register_module_forward_hook, register_module_forward_pre_hook,
                      register_module_full_backward_hook, register_module_full_backward_pre_hook)
 from ._state_dict import StateDictMixin
@@ -349,18 +350,7 @@ class Module(StateDictMixin, HooksMixin):
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the parameters' gradients: to None (the default) or to zeros."""
-        for p in self.parameters():
-            g = p.grad
-            if g is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                if g.grad_fn is not None:
-                    g.detach_()
-                else:
-                    g.requires_grad_(False)
-                g.zero_()
+        zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn) -> "Module":
         """Call ``fn(module)`` on every submodule (children first) and on this module; returns ``self``.
