@@ -1,3 +1,124 @@
-"""linear and bilinear: affine maps, as F.linear and F.bilinear."""
+"""linear and bilinear: affine maps, as F.linear and F.bilinear.
 
-__all__: list = []
+``linear`` is one op: a single matrix product of the input (flattened to two
+dimensions when it has more) with the transposed weight, plus the bias. Its
+backward is written with ember ops, so it has a double backward.
+
+>>> import ember
+>>> import ember.nn.functional as F
+>>> x = ember.ones(2, 3, requires_grad=True)
+>>> y = F.linear(x, ember.ones(4, 3), ember.zeros(4))
+>>> y
+tensor([[3., 3., 3., 3.],
+        [3., 3., 3., 3.]], grad_fn=<AddmmBackward0>)
+"""
+from __future__ import annotations
+
+from ember import Tensor, einsum, matmul
+from ember.autograd.function import Op
+
+__all__ = ["linear", "bilinear"]
+
+
+def _rows(xp, a):
+    """``a`` as a matrix: its leading dimensions flattened into rows."""
+    return a if a.ndim == 2 else xp.reshape(a, (-1, a.shape[-1]))
+
+
+class LinearNoBias(Op):
+    """``input @ weight.T`` for an input of any rank >= 1."""
+
+    name_ = "linear"
+    backward_name = "MmBackward0"
+    saves_inputs = True
+
+    @staticmethod
+    def forward(ctx, xp, x, w, b=None):
+        out = xp.matmul(_rows(xp, x), w.T)
+        if b is not None:
+            out += b
+        return out if x.ndim == 2 else xp.reshape(out, (*x.shape[:-1], w.shape[0]))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors[:2]
+        need = ctx.needs_input_grad
+        g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
+        gx = matmul(g, w) if need[0] else None
+        gw = matmul(g2.t(), x if x.ndim == 2 else x.reshape(-1, x.shape[-1])) if need[1] else None
+        if len(need) == 2:
+            return gx, gw
+        return gx, gw, (g2.sum(0) if need[2] else None)
+
+
+class Linear(LinearNoBias):
+    """``input @ weight.T + bias``."""
+
+    backward_name = "AddmmBackward0"
+
+
+def _typename(x) -> str:
+    return type(x).__name__
+
+
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias``: ``input`` is ``(*, in_features)``, ``weight`` ``(out_features, in_features)``.
+
+    >>> import ember
+    >>> ember.nn.functional.linear(ember.ones(5, 2, 3), ember.ones(4, 3)).shape
+    ember.Size([5, 2, 4])
+    """
+    for arg, what in ((input, "input"), (weight, "weight")):
+        if not isinstance(arg, Tensor):
+            raise TypeError(f"linear(): argument '{what}' must be Tensor, not {_typename(arg)}")
+    xs, ws = input._data.shape, weight._data.shape
+    if len(ws) != 2 or not xs or xs[-1] != ws[1]:
+        if len(ws) != 2 or not xs:
+            raise RuntimeError(f"both arguments to linear need to be at least 1D (and weight 2D), but they are "
+                               f"{len(xs)}D and {len(ws)}D")
+        rows = 1
+        for n in xs[:-1]:
+            rows *= n
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{xs[-1]} and {ws[1]}x{ws[0]})")
+    if input._dtype is not weight._dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {input._dtype.scalar_type_name} and "
+                           f"{weight._dtype.scalar_type_name}")
+    if bias is None:
+        return LinearNoBias.apply(input, weight)
+    if not isinstance(bias, Tensor):
+        raise TypeError(f"linear(): argument 'bias' must be Tensor, not {_typename(bias)}")
+    if bias._data.shape != (ws[0],):
+        raise RuntimeError(f"linear(): expected bias of shape [{ws[0]}] (out_features), got {bias.shape}")
+    if bias._dtype is not weight._dtype:
+        raise RuntimeError(f"linear(): bias has dtype {bias._dtype}, expected {weight._dtype} as the weight")
+    return Linear.apply(input, weight, bias)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y[..., o] = sum_ij input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``.
+
+    >>> import ember
+    >>> ember.nn.functional.bilinear(ember.ones(2, 3), ember.ones(2, 4), ember.ones(5, 3, 4)).shape
+    ember.Size([2, 5])
+    """
+    for arg, what in ((input1, "input1"), (input2, "input2"), (weight, "weight")):
+        if not isinstance(arg, Tensor):
+            raise TypeError(f"bilinear(): argument '{what}' must be Tensor, not {_typename(arg)}")
+    if weight.dim() != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-D (out_features, in1_features, in2_features), got shape "
+                           f"{weight.shape}")
+    if input1.dim() != input2.dim() or input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {input1.shape} and {input2.shape}")
+    if input1.dim() == 0 or input1.shape[-1] != weight.shape[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {input1.shape[-1:]} but "
+                           f"expected {weight.shape[1]}")
+    if input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but "
+                           f"expected {weight.shape[2]}")
+    out = einsum("...i,oij,...j->...o", input1, weight, input2)
+    if bias is not None:
+        if bias.shape != weight.shape[:1]:
+            raise RuntimeError(f"bilinear(): bias size does not match weight size: got shape {bias.shape} but "
+                               f"expected [{weight.shape[0]}]")
+        out = out + bias
+    return out
