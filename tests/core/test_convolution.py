@@ -151,14 +151,14 @@ def test_non_contiguous_inputs_and_empty_batch(device):
         (0, 3, 3, 3)
 
 
-@pytest.mark.parametrize("transposed", [False, True])
-def test_cpu_kernel_block_loop(transposed, monkeypatch):
+@pytest.mark.parametrize("transposed,padding", [(False, (1, 0)), (False, 0), (True, 1), (True, 0)])
+def test_cpu_kernel_block_loop(transposed, padding, monkeypatch):
     """Blocks of one sample each (the kernel's batch loop) give what one block gives."""
     x = rand64(3, 4, 5, 6, requires_grad=True)
     w = rand64(4, 2, 3, 2, seed=1, requires_grad=True)
     b = rand64(4, seed=2)
-    fn = (lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, groups=2)) if transposed else \
-        (lambda x, w, b: F.conv2d(x, w, b, padding=(1, 0), groups=2))
+    fn = (lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=padding, groups=2)) if transposed else \
+        (lambda x, w, b: F.conv2d(x, w, b, padding=padding, groups=2))
     whole = fn(x, w, b)
     grads = ember.autograd.grad(whole.sum(), (x, w, b))
     monkeypatch.setattr(cpu_conv, "BLOCK_BYTES", 1)
