@@ -1,26 +1,24 @@
 """A layer given an input of the wrong rank or channel count says which layer, and both shapes."""
-import re
-
 import pytest
 
 import ember
 from ember import nn
 
 CASES = [
-    # (layer, bad input shape, what the message must name besides the layer: the expected size or rank)
-    (lambda: nn.Linear(4, 3), (2, 5), "4"),
-    (lambda: nn.Bilinear(2, 3, 4), None, "3"),
-    (lambda: nn.Conv1d(3, 8, 3), (2, 4, 10), "3"),
-    (lambda: nn.Conv2d(1, 32, 3), (64, 3, 28, 28), "1"),
-    (lambda: nn.Conv2d(1, 32, 3), (28, 28), "3D"),
-    (lambda: nn.ConvTranspose2d(4, 2, 3), (1, 3, 5, 5), "4"),
+    # (layer, bad input shape, what the message must also show: the size or rank the layer expected)
+    (lambda: nn.Linear(4, 3), (2, 5), "last dimension 4"),
+    (lambda: nn.Bilinear(2, 3, 4), None, "last dimension 3"),
+    (lambda: nn.Conv1d(3, 8, 3), (2, 4, 10), "[N, 3, L]"),
+    (lambda: nn.Conv2d(1, 32, 3), (64, 3, 28, 28), "[N, 1, H, W]"),
+    (lambda: nn.Conv2d(1, 32, 3), (28, 28), "[1, H, W]"),
+    (lambda: nn.ConvTranspose2d(4, 2, 3), (1, 3, 5, 5), "[N, 4, H, W]"),
     (lambda: nn.BatchNorm1d(3), (2, 3, 4, 5), "2D or 3D"),
-    (lambda: nn.BatchNorm2d(3), (2, 4, 5, 5), "3"),
-    (lambda: nn.LayerNorm(4), (2, 5), "4"),
-    (lambda: nn.GroupNorm(2, 4), (2, 6, 3), "4"),
+    (lambda: nn.BatchNorm2d(3), (2, 4, 5, 5), "3 channels"),
+    (lambda: nn.LayerNorm(4), (2, 5), "[*, 4]"),
+    (lambda: nn.GroupNorm(2, 4), (2, 6, 3), "4 channels"),
     (lambda: nn.MaxPool2d(2), (2, 2), "3D"),
     (lambda: nn.AvgPool2d(2), (2,), "3D"),
-    (lambda: nn.LSTM(10, 20), (5, 3, 11), "10"),
+    (lambda: nn.LSTM(10, 20), (5, 3, 11), "Expected 10"),
     (lambda: nn.GRU(10, 20), (3, 5, 3, 10), "2D or 3D"),
 ]
 
@@ -37,9 +35,9 @@ def test_wrong_input_names_the_layer_and_the_shapes(make, shape, expected):
         layer(*args)
     message = str(info.value)
     assert name.lower() in message.lower(), message
-    shown = [", ".join(map(str, shape)), "x".join(map(str, shape)), f"{len(shape)}D"]
+    shown = [", ".join(map(str, shape)), "x".join(map(str, shape)), f"{len(shape)}D", f"{len(shape)}-D"]
     assert any(s in message for s in shown), f"{message!r} does not show the input shape {shape}"
-    assert re.search(rf"\b{re.escape(expected)}\b", message), f"{message!r} does not show the expected {expected}"
+    assert expected in message, f"{message!r} does not show what was expected ({expected})"
 
 
 def test_load_state_dict_reports_wrong_keys_and_shapes():
