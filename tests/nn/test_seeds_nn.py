@@ -14,6 +14,7 @@ from functools import partial
 import pytest
 
 import ember
+import ember.nn.functional as F
 from ember import nn
 from ember.nn.parameter import Parameter
 
@@ -21,6 +22,31 @@ from ember.nn.parameter import Parameter
 def same_print(printed, expected):
     squash = lambda s: re.sub(r"\s+", "", s)  # noqa: E731
     assert squash(printed) == squash(expected.replace("torch.", "ember."))
+
+
+# -- seeds/003: the two-convolution Model of the nn.Module section -----------------------------------------------
+
+class ConvModel(nn.Module):
+    def __init__(self):
+        super(ConvModel, self).__init__()
+        self.conv1 = nn.Conv2d(1, 20, 5)
+        self.conv2 = nn.Conv2d(20, 20, 5)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))
+        return F.relu(self.conv2(x))
+
+
+def test_two_convolution_model():
+    model = ConvModel()
+    same_print(repr(model), """ConvModel(
+      (conv1): Conv2d(1, 20, kernel_size=(5, 5), stride=(1, 1))
+      (conv2): Conv2d(20, 20, kernel_size=(5, 5), stride=(1, 1))
+    )""")
+    out = model(ember.ones(1, 1, 28, 28))
+    assert out.shape == ember.Size([1, 20, 20, 20]) and out.min().item() >= 0
+    assert [(n, tuple(p.shape)) for n, p in model.named_parameters()] == [
+        ("conv1.weight", (20, 1, 5, 5)), ("conv1.bias", (20,)), ("conv2.weight", (20, 20, 5, 5)), ("conv2.bias", (20,))]
 
 
 # -- seeds/003: Sequential, ModuleList and ModuleDict of Add modules ---------------------------------------------
