@@ -51,7 +51,13 @@ from .ops.matmul import *  # noqa: E402,F401,F403
 from .ops.sorting import *  # noqa: E402,F401,F403
 from .ops.random_ops import *  # noqa: E402,F401,F403
 from .ops.predicates import *  # noqa: E402,F401,F403
-from .ops import convolution, pooling, padding, interpolate, normalization, dropout, embedding, loss, recurrent  # noqa
+# the layers' ops (ember.nn.functional gathers them); at the top level only the names PyTorch has there with the
+# same signature (torch.batch_norm and torch.embedding take their arguments in another order than F's)
+from .ops import padding as _padding, interpolate as _interpolate, loss as _loss, recurrent as _recurrent  # noqa
+from .ops.convolution import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: E402,F401
+from .ops.pooling import max_pool1d, max_pool2d, avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d  # noqa
+from .ops.normalization import layer_norm, group_norm  # noqa: E402,F401
+from .ops.dropout import alpha_dropout, feature_alpha_dropout  # noqa: E402,F401
 from .random import *  # noqa: E402,F401,F403
 from .memory import *  # noqa: E402,F401,F403
 from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: E402,F401
