@@ -83,3 +83,6 @@ class Buffer(Tensor):
         b = _alias(cls, empty(0) if data is None else data)
         b.persistent = persistent
         return b
+
+    def __repr__(self):
+        return repr(self.detach())  # prints as the plain tensor it becomes in a module

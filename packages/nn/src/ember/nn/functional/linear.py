@@ -57,6 +57,12 @@ class Linear(LinearNoBias):
     backward_name = "AddmmBackward0"
 
 
+def _c_name(dtype) -> str:
+    """The C++ type name PyTorch's matmul messages use (``float``, ``double``, ...)."""
+    return {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+            "int64": "long int", "int32": "int"}.get(dtype.name, dtype.name)
+
+
 def _typename(x) -> str:
     return type(x).__name__
 
@@ -70,7 +76,8 @@ def linear(input, weight, bias=None):
     """
     for arg, what in ((input, "input"), (weight, "weight")):
         if not isinstance(arg, Tensor):
-            raise TypeError(f"linear(): argument '{what}' must be Tensor, not {_typename(arg)}")
+            raise TypeError(f"linear(): argument '{what}' (position {1 + (what == 'weight')}) must be Tensor, "
+                            f"not {_typename(arg)}")
     xs, ws = input._data.shape, weight._data.shape
     if len(ws) != 2 or not xs or xs[-1] != ws[1]:
         if len(ws) != 2 or not xs:
@@ -81,8 +88,8 @@ def linear(input, weight, bias=None):
             rows *= n
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{xs[-1]} and {ws[1]}x{ws[0]})")
     if input._dtype is not weight._dtype:
-        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {input._dtype.scalar_type_name} and "
-                           f"{weight._dtype.scalar_type_name}")
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_c_name(input._dtype)} != "
+                           f"{_c_name(weight._dtype)}")
     if bias is None:
         return LinearNoBias.apply(input, weight)
     if not isinstance(bias, Tensor):
@@ -107,18 +114,20 @@ def bilinear(input1, input2, weight, bias=None):
     if weight.dim() != 3:
         raise RuntimeError(f"bilinear(): weight must be 3-D (out_features, in1_features, in2_features), got shape "
                            f"{weight.shape}")
-    if input1.dim() != input2.dim() or input1.shape[:-1] != input2.shape[:-1]:
-        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {input1.shape} and {input2.shape}")
-    if input1.dim() == 0 or input1.shape[-1] != weight.shape[1]:
-        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {input1.shape[-1:]} but "
-                           f"expected {weight.shape[1]}")
-    if input2.shape[-1] != weight.shape[2]:
-        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but "
-                           f"expected {weight.shape[2]}")
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}")
+    for d, (a, b) in enumerate(zip(input1.shape[:-1], input2.shape[:-1])):
+        if a != b:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {d}: got {a} and {b}")
+    for i, x in ((1, input1), (2, input2)):
+        if x.dim() == 0 or x.shape[-1] != weight.shape[i]:
+            raise RuntimeError(f"bilinear(): input{i} size does not match weight size: got "
+                               f"{x.shape[-1] if x.dim() else 0} but expected {weight.shape[i]}")
     out = einsum("...i,oij,...j->...o", input1, weight, input2)
     if bias is not None:
-        if bias.shape != weight.shape[:1]:
-            raise RuntimeError(f"bilinear(): bias size does not match weight size: got shape {bias.shape} but "
-                               f"expected [{weight.shape[0]}]")
+        if bias.dim() != 1 or bias.shape[0] != weight.shape[0]:
+            got = bias.shape[0] if bias.dim() == 1 else list(bias.shape)
+            raise RuntimeError(f"bilinear(): bias size does not match weight size: got {got} but expected "
+                               f"{weight.shape[0]}")
         out = out + bias
     return out

@@ -7,9 +7,13 @@ replace them); the input-side node sees the gradients of the inputs once all
 of the module's backward has run (full backward hooks may replace them). The
 identity outputs are fresh tensors sharing memory with the originals, so
 in-place ops inside ``forward`` act on the wrapped tensors, never on the hook
-boundary itself.
+boundary itself. When ``forward`` changes an input in place, the caller's
+tensor takes the new history (as it would without hooks); for a leaf that
+requires grad, or a view, that is an error, as it is without hooks.
 """
 from __future__ import annotations
+
+import warnings
 
 from ember import Tensor, is_grad_enabled
 from ember.autograd import Function
@@ -47,6 +51,7 @@ class BackwardHook:
         self.grad_outputs = None
         self.n_inputs = self.n_outputs = -1
         self.input_index = self.output_index = None
+        self.inputs = ()  # (caller's tensor, wrapped tensor, version) for inputs that require grad
 
     @staticmethod
     def _wrap(args, attach):
@@ -66,7 +71,22 @@ class BackwardHook:
         """Wrap the module's inputs; the hooks run when their gradients are known."""
         res, self.input_index = self._wrap(args, lambda node: node.register_hook(self._input_grads_ready))
         self.n_inputs = len(args)
+        if self.input_index is not None:
+            self.inputs = [(args[i], res[i], res[i]._vc[0]) for i in self.input_index if args[i].requires_grad]
         return res
+
+    def sync_inputs(self) -> None:
+        """After ``forward``: give an input that ``forward`` changed in place its new history."""
+        for i, (orig, wrapped, version) in enumerate(self.inputs):
+            if wrapped._vc[0] == version:
+                continue
+            if orig.grad_fn is None:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+            if orig._base is not None:
+                raise RuntimeError(f"{type(self.module).__name__}.forward changed its input {i} in place, and that "
+                                   "input is a view; with backward hooks on the module this is not supported. "
+                                   "Clone the input first, or use the out-of-place op.")
+            orig.grad_fn, orig._output_nr = wrapped.grad_fn, wrapped._output_nr
 
     def setup_output_hook(self, result):
         """Wrap the module's output (a tensor or a tuple); remembers its gradients when they arrive."""
@@ -89,6 +109,11 @@ class BackwardHook:
             self.grad_outputs = new
         local = self.grad_outputs
         if self.input_index is None:  # no input needs a gradient: the hooks run now, with grad_input all None
+            if self.user_hooks:
+                warnings.warn("Full backward hook is firing when gradients are computed with respect to module "
+                              "outputs since no inputs require gradients. See "
+                              "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                              "#torch.nn.Module.register_full_backward_hook for more details.", stacklevel=2)
             grad_inputs = (None,) * self.n_inputs
             for hook in self.user_hooks:
                 res = hook(self.module, grad_inputs, self.grad_outputs)

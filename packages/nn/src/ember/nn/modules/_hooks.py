@@ -1,7 +1,10 @@
 """Module hooks: forward pre-hooks, forward hooks, full backward (pre-)hooks, their global versions, and the call.
 
-A module without hooks pays nothing for them: ``__call__`` checks that the
-hook dicts are empty and calls ``forward`` directly.
+A module without hooks pays nothing for them: ``__call__`` checks one dict
+(the ids of this module's call-path hooks; every ``register_*`` method and
+every handle's ``remove`` keeps it up to date) and one global one, then calls
+``forward`` directly. Hooks must therefore be added through the ``register_*``
+methods, not by writing into ``_forward_hooks`` and friends.
 
 >>> import ember
 >>> from ember import nn
@@ -31,6 +34,7 @@ _global_forward_hooks_with_kwargs: dict = {}
 _global_forward_hooks_always_called: dict = {}
 _global_backward_pre_hooks: OrderedDict = OrderedDict()
 _global_backward_hooks: OrderedDict = OrderedDict()
+_global_call_hook_ids: dict = {}  # ids of every global hook above: empty means no global hook to run
 
 
 def _add(hooks, hook, prepend=False, flags=()):
@@ -48,24 +52,24 @@ def _add(hooks, hook, prepend=False, flags=()):
 
 def register_module_forward_pre_hook(hook) -> RemovableHandle:
     """``hook(module, args)`` before every module's forward (all modules); may return new args."""
-    return _add(_global_forward_pre_hooks, hook)
+    return _add(_global_forward_pre_hooks, hook, flags=[_global_call_hook_ids])
 
 
 def register_module_forward_hook(hook, *, with_kwargs: bool = False, always_call: bool = False) -> RemovableHandle:
     """``hook(module, args, output)`` after every module's forward (all modules); may return a new output."""
     flags = ([_global_forward_hooks_with_kwargs] if with_kwargs else []) \
         + ([_global_forward_hooks_always_called] if always_call else [])
-    return _add(_global_forward_hooks, hook, flags=flags)
+    return _add(_global_forward_hooks, hook, flags=flags + [_global_call_hook_ids])
 
 
 def register_module_full_backward_pre_hook(hook) -> RemovableHandle:
     """``hook(module, grad_output)`` for every module when its output gradients are known."""
-    return _add(_global_backward_pre_hooks, hook)
+    return _add(_global_backward_pre_hooks, hook, flags=[_global_call_hook_ids])
 
 
 def register_module_full_backward_hook(hook) -> RemovableHandle:
     """``hook(module, grad_input, grad_output)`` for every module when its input gradients are known."""
-    return _add(_global_backward_hooks, hook)
+    return _add(_global_backward_hooks, hook, flags=[_global_call_hook_ids])
 
 
 class _ModuleHook:
@@ -89,7 +93,7 @@ class HooksMixin:
         None or ``(new_args, new_kwargs)``. ``prepend=True`` runs it before the others.
         """
         flags = [self._forward_pre_hooks_with_kwargs] if with_kwargs else []
-        return _add(self._forward_pre_hooks, hook, prepend, flags)
+        return _add(self._forward_pre_hooks, hook, prepend, flags + [self._call_hook_ids])
 
     def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
                               always_call: bool = False):
@@ -100,11 +104,11 @@ class HooksMixin:
         """
         flags = ([self._forward_hooks_with_kwargs] if with_kwargs else []) \
             + ([self._forward_hooks_always_called] if always_call else [])
-        return _add(self._forward_hooks, hook, prepend, flags)
+        return _add(self._forward_hooks, hook, prepend, flags + [self._call_hook_ids])
 
     def register_full_backward_pre_hook(self, hook, prepend: bool = False):
         """``hook(module, grad_output)`` runs when the output gradients are known; may return new ones."""
-        return _add(self._backward_pre_hooks, hook, prepend)
+        return _add(self._backward_pre_hooks, hook, prepend, [self._call_hook_ids])
 
     def register_full_backward_hook(self, hook, prepend: bool = False):
         """``hook(module, grad_input, grad_output)`` runs when the input gradients are known; may return new ones.
@@ -115,7 +119,7 @@ class HooksMixin:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
                                "Please use only one of them.")
         self._is_full_backward_hook = True
-        return _add(self._backward_hooks, hook, prepend)
+        return _add(self._backward_hooks, hook, prepend, [self._call_hook_ids])
 
     def register_backward_hook(self, hook):
         """Legacy backward hook on the last op of ``forward``; prefer :meth:`register_full_backward_hook`."""
@@ -123,7 +127,7 @@ class HooksMixin:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
                                "Please use only one of them.")
         self._is_full_backward_hook = False
-        return _add(self._backward_hooks, hook)
+        return _add(self._backward_hooks, hook, flags=[self._call_hook_ids])
 
     def _get_backward_hooks(self):
         full, legacy = [], []
@@ -136,9 +140,7 @@ class HooksMixin:
 
     # -- the call ---------------------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks
-                or _global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks
-                or _global_backward_pre_hooks):
+        if self._call_hook_ids or _global_call_hook_ids:
             return self._call_with_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
 
@@ -154,6 +156,8 @@ class HooksMixin:
                 bw_hook = BackwardHook(self, full, pre)
                 args = bw_hook.setup_input_hook(args)
             result = self.forward(*args, **kwargs)
+            if bw_hook is not None:
+                bw_hook.sync_inputs()
             for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
                 if hook_id in self._forward_hooks_always_called or hook_id in _global_forward_hooks_always_called:
                     called.add(hook_id)

@@ -37,7 +37,8 @@ class Unflatten(Module):
         if not isinstance(dim, int):
             raise TypeError(f"invalid argument: dim must be an int, got {type(dim).__name__}")
         if not isinstance(unflattened_size, (tuple, list)):
-            raise TypeError(f"unflattened_size must be a tuple of ints, but found type {type(unflattened_size).__name__}")
+            raise TypeError("unflattened_size must be a tuple of ints, but found type "
+                            + type(unflattened_size).__name__)
         for i, n in enumerate(unflattened_size):
             if not isinstance(n, int):
                 raise TypeError(f"unflattened_size must be tuple of ints, but found element of type "

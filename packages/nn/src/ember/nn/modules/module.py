@@ -60,8 +60,11 @@ def _take_over(t: Tensor, new: Tensor) -> None:
     """Make ``t`` hold ``new``'s array (``t.data = new``), keeping ``t``'s identity and the memory count right."""
     if new is t:
         return
-    t._device.mem[0] -= t._nbytes
+    old_device, old_bytes = t._device, t._nbytes
     t._data, t._dtype, t._device = new._data, new._dtype, new._device
+    if (new._base if new._base is not None else new) is t:
+        return  # a view of t's own memory: still counted by t
+    old_device.mem[0] -= old_bytes
     take_memory_count(t, new)
 
 
@@ -91,7 +94,7 @@ class Module(StateDictMixin, HooksMixin):
             _forward_hooks_with_kwargs={}, _forward_hooks_always_called={}, _backward_pre_hooks=OrderedDict(),
             _backward_hooks=OrderedDict(), _is_full_backward_hook=None, _state_dict_pre_hooks=OrderedDict(),
             _state_dict_hooks=OrderedDict(), _load_state_dict_pre_hooks=OrderedDict(),
-            _load_state_dict_post_hooks=OrderedDict())
+            _load_state_dict_post_hooks=OrderedDict(), _call_hook_ids={})
         if self.call_super_init:
             super().__init__(*args, **kwargs)
 
@@ -406,7 +409,7 @@ class Module(StateDictMixin, HooksMixin):
         return self
 
     def to(self, *args, **kwargs) -> "Module":
-        """Move and/or cast parameters and buffers: ``to(device)``, ``to(dtype)``, ``to(tensor)``, ``to(device, dtype)``.
+        """Move and/or cast parameters and buffers: ``to(device)``, ``to(dtype)``, ``to(tensor)``, ``to(device, dtype)``
 
         A dtype applies to floating-point parameters and buffers only (integer
         buffers such as ``num_batches_tracked`` keep theirs). In place; returns ``self``.
@@ -415,7 +418,7 @@ class Module(StateDictMixin, HooksMixin):
         >>> ember.nn.Linear(2, 2).to(ember.float64).weight.dtype
         ember.float64
         """
-        dtype, device, _ = _parse_to(args, dict(kwargs))
+        dtype, device, _ = _parse_to(tuple(a for a in args if not isinstance(a, bool)), dict(kwargs))
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
