@@ -198,6 +198,8 @@ def _per_channel(sizes):
 
 def _expand(fn, name, value, nd):
     """An int or a sequence of 1 or ``nd`` ints as an ``nd``-tuple (PyTorch's message otherwise)."""
+    if type(value) is int:
+        return (value,) * nd
     if isinstance(value, bool) or not isinstance(value, (int, tuple, list)):
         raise TypeError(f"{fn}(): argument '{name}' must be int or tuple of ints, not {type(value).__name__}")
     if isinstance(value, int):
@@ -232,13 +234,13 @@ def _check_common(fn, nd, input, weight, bias, stride, dilation, groups):
     dilation = _expand(fn, "dilation", dilation, nd)
     if isinstance(groups, bool) or not isinstance(groups, int):
         raise TypeError(f"{fn}(): argument 'groups' must be int, not {type(groups).__name__}")
-    if any(s <= 0 for s in stride):
+    if min(stride) <= 0:
         raise RuntimeError("non-positive stride is not supported")
-    if any(d <= 0 for d in dilation):
+    if min(dilation) <= 0:
         raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
-    if weight.shape[0] % groups:
+    if weight._data.shape[0] % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
                            f"but got weight of size [{_sizes(weight.shape)}] instead")
     if input._dtype is not weight._dtype:
@@ -252,14 +254,14 @@ def _check_common(fn, nd, input, weight, bias, stride, dilation, groups):
 
 
 def _check_channels(input, weight, expected, label):
-    if input.shape[1] != expected:
+    if input._data.shape[1] != expected:
         raise RuntimeError(f"Given {label}, weight of size {_sizes(weight.shape)}, expected input"
                            f"{_sizes(input.shape)} to have {expected} channels, but got {input.shape[1]} "
                            "channels instead")
 
 
 def _check_bias(bias, weight, out_channels, label):
-    if bias is not None and (bias.ndim != 1 or bias.shape[0] != out_channels):
+    if bias is not None and bias._data.shape != (out_channels,):
         raise RuntimeError(f"Given {label}weight of size {_sizes(weight.shape)}, expected bias to be 1-dimensional "
                            f"with {out_channels} elements, but got bias of size {_sizes(bias.shape)} instead")
 
@@ -276,18 +278,19 @@ def _conv_padding(fn, padding, nd, kernel, dilation, stride):
         total = [d * (k - 1) for d, k in zip(dilation, kernel)]
         return tuple((t // 2, t - t // 2) for t in total)
     padding = _expand(fn, "padding", padding, nd)
-    if any(p < 0 for p in padding):
+    if min(padding) < 0:
         raise RuntimeError("negative padding is not supported")
     return tuple((p, p) for p in padding)
 
 
 def _convnd(fn, nd, input, weight, bias, stride, padding, dilation, groups):
     input, batched, stride, dilation = _check_common(fn, nd, input, weight, bias, stride, dilation, groups)
-    _check_channels(input, weight, weight.shape[1] * groups, f"groups={groups}")
-    _check_bias(bias, weight, weight.shape[0], "")
-    kernel = tuple(weight.shape[2:])
+    w_shape = weight._data.shape
+    _check_channels(input, weight, w_shape[1] * groups, f"groups={groups}")
+    _check_bias(bias, weight, w_shape[0], "")
+    kernel = w_shape[2:]
     pads = _conv_padding(fn, padding, nd, kernel, dilation, stride)
-    size = tuple(input.shape[2:])
+    size = input._data.shape[2:]
     padded = [n + lo + hi for n, (lo, hi) in zip(size, pads)]
     extent = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
     if any(p < e for p, e in zip(padded, extent)):

@@ -23,10 +23,16 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 #: bytes of im2col columns per block: small enough to stay in cache between the copy and the matmul
 BLOCK_BYTES = 4 << 20
+
+
+def _view(base, shape, strides, offset=0):
+    """A strided view of the contiguous array ``base`` (what ``as_strided`` does, without its Python overhead);
+    ``strides`` and ``offset`` count elements."""
+    it = base.itemsize
+    return np.ndarray(shape, base.dtype, base, offset * it, tuple(s * it for s in strides))
 
 
 class _Plan:
@@ -67,19 +73,16 @@ class _Plan:
     def windows(self, padded, offsets=None):
         """The strided view of a padded block's windows: (n, C, kh, kw, L), or (n, C, L) for one kernel offset."""
         n, c, hp, wp = padded.shape
-        it = padded.itemsize
         (sh, sw), (dh, dw) = self.stride, self.dilation
-        lead_shape, lead_strides = (n, c), (c * hp * wp * it, hp * wp * it)
+        shape, strides, offset = (n, c), (c * hp * wp, hp * wp), 0
         if offsets is None:
-            lead_shape += self.kernel
-            lead_strides += (dh * wp * it, dw * it)
-            base = padded
+            shape += self.kernel
+            strides += (dh * wp, dw)
         else:
-            i, j = offsets
-            base = padded.reshape(-1)[i * dh * wp + j * dw:]
+            offset = offsets[0] * dh * wp + offsets[1] * dw
         if self.flat:
-            return as_strided(base, lead_shape + (self.length,), lead_strides + (it,))
-        return as_strided(base, lead_shape + self.small, lead_strides + (sh * wp * it, sw * it))
+            return _view(padded, shape + (self.length,), strides + (1,), offset)
+        return _view(padded, shape + self.small, strides + (sh * wp, sw), offset)
 
     def columns(self, padded, buffer):
         """im2col of a padded block into ``buffer``: (n, groups, C/groups * kh * kw, L)."""
@@ -92,8 +95,7 @@ class _Plan:
     def _positions(self, cols):
         """The small-grid view (n, C, Ho, Wo) of (n, C, L) columns."""
         n, c, length = cols.shape
-        it = cols.itemsize
-        return as_strided(cols, (n, c) + self.small, (c * length * it, length * it, self.pitch * it, it))
+        return _view(cols, (n, c) + self.small, (c * length, length, self.pitch, 1))
 
     def to_columns(self, y):
         """Small-grid arrays (n, C, Ho, Wo) as (n, groups, C/groups, L) (zeros between pitched rows)."""
