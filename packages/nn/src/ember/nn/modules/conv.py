@@ -72,9 +72,6 @@ class _ConvNd(Module):
         self.padding_mode = padding_mode
         self.padding = self._padding(padding)
         self._reversed_padding_repeated_twice = self._reversed_padding()
-        if padding_mode != "zeros" and getattr(F, "pad", None) is None:
-            raise NotImplementedError(f"{name}(padding_mode='{padding_mode}') pads with ember.nn.functional.pad, "
-                                      "which this installation does not provide yet; use padding_mode='zeros'")
         if self.transposed:
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:
