@@ -107,19 +107,20 @@ def read_header(f, size: int, where: str):
     ``__metadata__`` dict (``{}`` when absent).
     """
     head = f.read(8)
-    foreign = _describe_foreign(head)
-    if foreign:
-        _fail(where, foreign)
     if len(head) < 8:
-        _fail(where, f"the file is truncated or not a safetensors file: it has {size} bytes, "
-                     "fewer than the 8-byte header length")
+        _fail(where, _describe_foreign(head) or f"the file is truncated or not a safetensors file: it has {size} "
+                                                "bytes, fewer than the 8-byte header length")
     (n,) = struct.unpack("<Q", head)
+    raw = f.read(min(n, max(size - 8, 0), _MAX_HEADER))
+    if n > size - 8 or n < 2 or n > _MAX_HEADER or raw[:1] != b"{":
+        foreign = _describe_foreign(head + raw[:8])  # checked only now: a valid header length can look foreign
+        if foreign:
+            _fail(where, foreign)
     if n > size - 8:
         _fail(where, f"not a safetensors file or truncated: the header length says {n} bytes, larger than the "
                      f"{size - 8} bytes the file has after the length")
     if n < 2 or n > _MAX_HEADER:
         _fail(where, f"not a safetensors file: header length {n} is out of range (2 to {_MAX_HEADER} bytes)")
-    raw = f.read(n)
     if len(raw) != n:
         _fail(where, f"the file is truncated: the header needs {n} bytes, only {len(raw)} could be read")
     if raw[:1] != b"{":
