@@ -374,6 +374,7 @@ def test_keys_on_a_plain_safetensors_file(tmp_path):
     path = tmp_path / "plain.safetensors"
     safetensors.numpy.save_file({"a.weight": np.ones(2, np.float32), "b.weight": np.zeros(3, np.float32)}, str(path))
     assert list(ember.load(path, keys=["b.weight"])) == ["b.weight"]
+    assert list(ember.load(path, keys=["a"])) == ["a.weight"]  # a module prefix takes its parameters
 
 
 def test_map_location_places_tensors(two_cpus):

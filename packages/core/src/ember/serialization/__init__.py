@@ -39,7 +39,10 @@ def save(obj, f) -> None:
     flushed, synced and then renamed over ``f``, so a process killed mid-save
     leaves the previous file intact. Tensors that share memory with the same
     layout (the same tensor twice, tied weights) are stored once and load as one
-    tensor object. As in PyTorch, ``requires_grad`` is not stored.
+    tensor object; views of one tensor with different layouts (``w`` and
+    ``w.T``) are stored as separate copies, as safetensors has no views. As in
+    PyTorch, ``requires_grad`` is not stored, and a Parameter loads as a plain
+    tensor.
 
     >>> import io, ember
     >>> w = ember.ones(2, 2)
@@ -106,7 +109,8 @@ def load(f, map_location=None, *, keys=None, weights_only=True):
     (``{'cuda:0': 'cpu'}``), or a callable ``(tensor, saved_device_str)``
     returning the tensor to use. ``keys=[...]`` loads only those entries
     (top-level keys, or dotted paths through nested dicts such as
-    ``'model_state_dict.fc.weight'``) without reading the other tensors' bytes.
+    ``'model_state_dict.fc.weight'``; a prefix such as ``'fc'`` takes
+    ``'fc.weight'`` and ``'fc.bias'``) without reading the other tensors' bytes.
     ``weights_only`` is accepted for PyTorch compatibility: ember files never
     hold code, so loading is always weights-only.
 

@@ -186,7 +186,11 @@ def references(node, out: set) -> set:
 
 
 def select(node, keys, where):
-    """The part of a node tree that ``keys`` (top-level or dotted dict entries) name; lists are kept whole."""
+    """The part of a node tree that ``keys`` name, each a dict entry or a dotted path through nested dicts.
+
+    A key also takes the entries it is a dotted prefix of (``'fc'`` takes
+    ``'fc.weight'`` of a flat state dict); lists and tuples are kept whole.
+    """
     wanted = [str(k) for k in keys]
     found = set()
 
@@ -202,7 +206,7 @@ def select(node, keys, where):
             if isinstance(k, dict) or isinstance(k, list):
                 continue
             path = f"{prefix}{k}"
-            hits = [w for w in wanted if w == path]
+            hits = [w for w in wanted if path == w or path.startswith(w + ".")]  # 'fc' takes 'fc.weight' too
             if hits:
                 found.update(hits)
                 kept.append(pair)
