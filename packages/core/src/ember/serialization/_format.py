@@ -107,6 +107,9 @@ def read_header(f, size: int, where: str):
     ``__metadata__`` dict (``{}`` when absent).
     """
     head = f.read(8)
+    if not isinstance(head, bytes):
+        raise TypeError(f"cannot load {where}: the file object must be opened in binary mode ('rb'), "
+                        f"its read() gave {type(head).__name__}")
     if len(head) < 8:
         _fail(where, _describe_foreign(head) or f"the file is truncated or not a safetensors file: it has {size} "
                                                 "bytes, fewer than the 8-byte header length")
@@ -169,6 +172,8 @@ def _entry(name, info, base, where) -> Entry:
             or not 0 <= offsets[0] <= offsets[1]):
         _fail(where, f"tensor {name!r}: invalid data_offsets {offsets!r:.200} (expected [begin, end] with "
                      "0 <= begin <= end)")
+    if math.prod(d for d in shape if d) * _ITEMSIZE[code] >= 2 ** 62:  # NumPy could not even describe it
+        _fail(where, f"tensor {name!r}: invalid shape {shape!r:.200} (too large for any array)")
     nbytes = math.prod(shape) * _ITEMSIZE[code]
     if nbytes != offsets[1] - offsets[0]:
         _fail(where, f"tensor {name!r}: shape {shape} of dtype {code} needs {nbytes} bytes, but its data_offsets "

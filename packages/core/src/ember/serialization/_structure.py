@@ -139,13 +139,14 @@ class Decoder:
             for pair in value:
                 if not isinstance(pair, list) or len(pair) != 2:
                     self._bad(f"dict item {pair!r:.100} is not a [key, value] pair")
-                key = self.decode(pair[0])
+                key, value = self.decode(pair[0]), self.decode(pair[1])
                 try:
-                    out[key] = self.decode(pair[1])
+                    hash(key)
                 except TypeError:
                     self._bad(f"dict key {key!r:.100} is not hashable")
+                out[key] = value
             return out
-        if tag == "float" and value in _NONFINITE:
+        if tag == "float" and isinstance(value, str) and value in _NONFINITE:
             return _NONFINITE[value]
         if tag == "dtype" and isinstance(value, str) and value in dt._BY_NAME:
             return dt._BY_NAME[value]
