@@ -125,7 +125,8 @@ def test_best_checkpoints_keeps_the_best_k_on_disk(scores, k, mode):
 
 def test_default_filename_and_save_last(tmp_path):
     keeper = BestCheckpoints(tmp_path, save_top_k=1, save_last=True)
-    assert keeper.step({"epoch": 0, "val_loss": ember.tensor(0.5)}, {"e": 0}) == str(tmp_path / "epoch=0-0.5000.safetensors")
+    saved = keeper.step({"epoch": 0, "val_loss": ember.tensor(0.5)}, {"e": 0})
+    assert saved == str(tmp_path / "epoch=0-0.5000.safetensors")
     assert keeper.step({"epoch": 1, "val_loss": 0.75}, {"e": 1}) is None
     assert sorted(os.listdir(tmp_path)) == ["epoch=0-0.5000.safetensors", "last.safetensors"]
     assert keeper.last_model_path == str(tmp_path / "last.safetensors")

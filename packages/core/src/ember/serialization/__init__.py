@@ -188,11 +188,9 @@ def _load(f, size, where, map_location, keys):
         if unused:
             raise CheckpointError(f"cannot load {where}: the ember metadata does not match the file: tensor "
                                   f"{sorted(unused)[0]!r} is in the file but not in the metadata")
-    if keys is not None:
-        if isinstance(keys, str):
-            keys = [keys]
-        root = select(root, keys, where)
     try:
+        if keys is not None:
+            root = select(root, [keys] if isinstance(keys, str) else keys, where)
         return Decoder(fetch, entries, where).decode(root)
     except RecursionError:
         raise CheckpointError(f"cannot load {where}: the ember metadata is nested too deeply") from None

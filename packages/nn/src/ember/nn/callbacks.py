@@ -168,7 +168,8 @@ class BestCheckpoints:
     >>> import os, tempfile, ember
     >>> from ember.nn.callbacks import BestCheckpoints
     >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     keeper = BestCheckpoints(tmp, monitor='acc', mode='max', save_top_k=1, filename='best-{acc:.2f}.safetensors')
+    ...     keeper = BestCheckpoints(tmp, monitor='acc', mode='max', save_top_k=1,
+    ...                              filename='best-{acc:.2f}.safetensors')
     ...     for epoch, acc in enumerate([0.5, 0.8, 0.7]):
     ...         _ = keeper.step({'acc': acc}, {'epoch': epoch, 'weights': ember.ones(2)})
     ...     print(os.listdir(tmp), keeper.best_model_score, ember.load(keeper.best_model_path)['epoch'])
