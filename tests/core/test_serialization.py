@@ -131,10 +131,14 @@ def test_unsupported_values_raise_type_error_naming_the_entry():
 
 # -- file layout --------------------------------------------------------------------------------------------------
 def test_strided_tensors_and_arrays_are_written_with_the_right_values(tmp_path):
-    base = ember.arange(24, dtype=ember.float32).reshape(4, 6)
-    np_base = np.arange(24, dtype=np.int64).reshape(4, 6)
-    obj = {"transposed": base.T, "stepped": base[:, ::2], "np_transposed": np_base.T, "np_stepped": np_base[::-2],
-           "bf16_t": base.to(ember.bfloat16).T}
+    def base():  # a block of its own for each entry (views of one block would be stored as one span)
+        return ember.arange(24, dtype=ember.float32).reshape(4, 6)
+
+    def np_base():
+        return np.arange(24, dtype=np.int64).reshape(4, 6)
+
+    obj = {"transposed": base().T, "stepped": base()[:, ::2], "np_transposed": np_base().T,
+           "np_stepped": np_base()[::-2], "bf16_t": base().to(ember.bfloat16).T}
     path = tmp_path / "strided.safetensors"
     ember.save(obj, path)
     back = ember.load(path)
@@ -179,15 +183,51 @@ def test_tensors_sharing_memory_are_saved_once_and_load_as_one_object(tmp_path):
            "nested": [w, {"x": w}], "view": w.T}
     path = tmp_path / "tied.safetensors"
     ember.save(obj, path)
-    assert file_keys(path) == {"encoder.weight", "other", "view"}  # w once; a different view is its own entry
+    assert file_keys(path) == {"encoder.weight", "other"}  # w once, its transposed view included
     back = ember.load(path)
     e = back["encoder.weight"]
     assert back["decoder.weight"] is e and back["detached"] is e and back["nested"][0] is e
     assert back["nested"][1]["x"] is e
-    assert np.array_equal(back["view"].numpy(), w.numpy().T)
+    assert np.array_equal(back["view"].numpy(), w.numpy().T) and np.array_equal(e.numpy(), w.numpy())
+    assert np.shares_memory(back["view"].numpy(), e.numpy())
     a = np.ones(3)
     back = roundtrip({"a": a, "b": a})
     assert back["a"] is back["b"]
+
+
+def test_views_of_one_block_are_stored_once_as_its_span(tmp_path):
+    base = ember.arange(40, dtype=ember.float32).reshape(4, 10)
+    first, second = base[1:3].chunk(2, dim=1)  # the block's rows 1-2 only
+    arr = np.arange(30, dtype=np.int16).reshape(5, 6)
+    bf_all = base.to(ember.bfloat16)
+    obj = {"first": first, "second": second, "col": base[1:3, 4], "np": arr[::-2, 1], "np_t": arr.T,
+           "bf": bf_all[2, ::3], "bf_all": bf_all}
+    path = tmp_path / "views.safetensors"
+    ember.save(obj, path)
+    with safetensors.safe_open(str(path), "np") as f:
+        assert set(f.keys()) == {"first", "np", "bf"}
+        assert f.get_tensor("first").shape == (20,)  # elements 10..29 (rows 1-2) of the block, nothing more
+    back = ember.load(path)
+    reference = np.arange(40, dtype=np.float32).reshape(4, 10)
+    np_ref = np.arange(30, dtype=np.int16).reshape(5, 6)
+    assert np.array_equal(back["first"].numpy(), reference[1:3, :5])
+    assert np.array_equal(back["second"].numpy(), reference[1:3, 5:])
+    assert np.array_equal(back["col"].numpy(), reference[1:3, 4])
+    assert np.array_equal(back["np"], np_ref[::-2, 1]) and np.array_equal(back["np_t"], np_ref.T)
+    assert np.array_equal(back["bf"].to(ember.float32).numpy(), reference[2, ::3])
+    assert np.array_equal(back["bf_all"].to(ember.float32).numpy(), reference)
+    back["first"].numpy()[0, 4] = -1.0  # the views share memory again
+    assert back["col"].numpy()[0] == -1.0
+
+
+def test_views_with_another_dtype_or_far_apart_are_stored_separately(tmp_path):
+    a = np.arange(4, dtype=np.float32)
+    back = roundtrip({"a": a, "bits": a.view(np.int32)})
+    assert np.array_equal(back["a"], a) and np.array_equal(back["bits"], a.view(np.int32))
+    big = ember.arange(10_000.0).reshape(100, 100)
+    ember.save({"head": big[0], "tail": big[-1]}, tmp_path / "rows.safetensors")  # not the 98 rows between
+    assert file_keys(tmp_path / "rows.safetensors") == {"head", "tail"}
+    assert os.path.getsize(tmp_path / "rows.safetensors") < 4000
 
 
 def test_colliding_flat_names_are_kept_apart(tmp_path):
@@ -266,6 +306,12 @@ HOSTILE = {
                                  "not in the metadata"),
     "metadata node unknown": (handmade({**GOOD_HEADER, **_meta({"list": [{"tensor": "w"}, {"eval": "x"}]})},
                                        GOOD_BUFFER), "unexpected node"),
+    "view outside its tensor": (handmade({**GOOD_HEADER, **_meta({"tensor": "w", "view": [1, [2], [1]]})},
+                                         GOOD_BUFFER), "reaches outside"),
+    "view going backwards": (handmade({**GOOD_HEADER, **_meta({"tensor": "w", "view": [0, [2], [-1]]})},
+                                      GOOD_BUFFER), "reaches outside"),
+    "view malformed": (handmade({**GOOD_HEADER, **_meta({"tensor": "w", "view": [0, [2], "x"]})}, GOOD_BUFFER),
+                       "invalid view"),
     "metadata too deep": (handmade({**GOOD_HEADER, "__metadata__": {
         "ember": '{"version": 1, "root": ' + '{"list": [' * 50000 + "]}" * 50000 + "}"}}, GOOD_BUFFER), "metadata"),
     "metadata from the future": (handmade({**GOOD_HEADER, **_meta({"tensor": "w"}, version=99)}, GOOD_BUFFER),
@@ -343,7 +389,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
                                        "nan", "float32", "npscalar", "ndarray"]),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
                         st.sampled_from(["tensor", "list", "dict", "odict", "tuple", "float", "dtype", "device",
-                                         "ndarray", "npscalar", "x"]), inner, max_size=2),
+                                         "ndarray", "npscalar", "view", "x"]), inner, max_size=3),
                     max_leaves=12)
 
 

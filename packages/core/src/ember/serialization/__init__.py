@@ -20,6 +20,8 @@ import json
 import os
 import tempfile
 
+import numpy as np
+
 from .._device import device as _device_cls, as_device
 from ..errors import CheckpointError
 from . import _format
@@ -39,8 +41,9 @@ def save(obj, f) -> None:
     flushed, synced and then renamed over ``f``, so a process killed mid-save
     leaves the previous file intact. Tensors that share memory with the same
     layout (the same tensor twice, tied weights) are stored once and load as one
-    tensor object; views of one tensor with different layouts (``w`` and
-    ``w.T``) are stored as separate copies, as safetensors has no views. As in
+    tensor object. Views of one memory block with different layouts (``w``
+    and ``w.T``, the chunks of one tensor) are stored once too, as the block's
+    span under the first view's key, and load as arrays sharing memory. As in
     PyTorch, ``requires_grad`` is not stored, and a Parameter loads as a plain
     tensor.
 
@@ -53,11 +56,12 @@ def save(obj, f) -> None:
     """
     enc = Encoder()
     root = enc.encode(obj)
+    arrays = enc.finish()
     meta = {_META_KEY: json.dumps({"version": _VERSION, "root": root}, separators=(",", ":"), allow_nan=False)}
     if isinstance(f, (str, bytes, os.PathLike)):
-        _atomic_write(os.fspath(f), enc.arrays, meta)
+        _atomic_write(os.fspath(f), arrays, meta)
     else:
-        _format.write_file(f, enc.arrays, meta)
+        _format.write_file(f, arrays, meta)
 
 
 def _atomic_write(path, arrays, meta) -> None:
@@ -169,8 +173,15 @@ def _load(f, size, where, map_location, keys):
     entries, metadata = _format.read_header(f, size, where)
     place = _placer(map_location)
 
-    def fetch(kind, name, saved_device):
-        arr = _format.read_array(f, entries[name], where)
+    arrays: dict = {}
+
+    def fetch(kind, name, saved_device, view):
+        arr = arrays.get(name)
+        if arr is None:
+            arr = arrays[name] = _format.read_array(f, entries[name], where)
+        if view is not None:
+            offset, shape, strides = view
+            arr = np.lib.stride_tricks.as_strided(arr[offset:], shape, [s * arr.itemsize for s in strides])
         if kind == "ndarray":
             return arr
         if kind == "npscalar":

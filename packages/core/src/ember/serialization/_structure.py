@@ -39,8 +39,10 @@ class Encoder:
 
     def __init__(self):
         self.arrays: dict = {}
-        self._seen: dict = {}  # identity of the data -> file key
-        self._keep = []        # arrays whose id() is part of an identity stay alive while encoding
+        self._seen: dict = {}    # identity of the data -> file key
+        self._keep = []          # arrays whose id() is part of an identity stay alive while encoding
+        self._nodes: dict = {}   # file key -> the nodes that refer to it
+        self._roots: dict = {}   # (kind, id of the array owning the memory) -> file keys of views into it
 
     def encode(self, obj, path=()):
         if obj is None or isinstance(obj, (bool, str)):
@@ -53,11 +55,11 @@ class Encoder:
             return {"float": "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")}
         if isinstance(obj, Tensor):
             arr = obj.detach().numpy(force=True)
-            return {"tensor": self._store("tensor", obj._data, arr, path), "device": str(obj.device)}
+            return self._node({"tensor": self._store("tensor", obj._data, arr, path), "device": str(obj.device)})
         if isinstance(obj, np.ndarray):
             if obj.dtype == object:
                 raise TypeError(f"cannot save {_where(path)}: NumPy arrays of dtype object are not data")
-            return {"ndarray": self._store("ndarray", obj, obj, path)}
+            return self._node({"ndarray": self._store("ndarray", obj, obj, path)})
         if isinstance(obj, np.generic):
             return {"npscalar": self._store("npscalar", None, np.asarray(obj), path)}
         if isinstance(obj, dt.dtype):
@@ -93,7 +95,74 @@ class Encoder:
         self.arrays[name] = arr
         if ident is not None:
             self._seen[ident] = name
+            if isinstance(data, np.ndarray):
+                self._roots.setdefault((kind, id(_owner(data))), []).append(name)
         return name
+
+    def _node(self, node):
+        name = node.get("tensor", node.get("ndarray"))
+        self._nodes.setdefault(name, []).append(node)
+        return node
+
+    def finish(self) -> dict:
+        """Store views of one memory block (``w`` and ``w.T``, chunks of one tensor) once; returns the arrays.
+
+        The block's span that the views cover is stored under the first view's
+        key as a 1-D array, and each view's node gets ``"view": [offset, shape,
+        strides]`` in elements to rebuild it from there.
+        """
+        for names in self._roots.values():
+            if len(names) < 2:
+                continue
+            span = _shared_span([self.arrays[n] for n in names])
+            if span is None:
+                continue
+            storage, views = span
+            first = names[0]
+            self.arrays = {(first if k == first else k): (storage if k == first else a)
+                           for k, a in self.arrays.items() if k == first or k not in names}
+            for name, view in zip(names, views):
+                for node in self._nodes[name]:
+                    node["tensor" if "tensor" in node else "ndarray"] = first
+                    node["view"] = view
+        return self.arrays
+
+
+def _owner(arr: np.ndarray) -> np.ndarray:
+    """The outermost NumPy array whose memory ``arr`` views."""
+    while isinstance(arr.base, np.ndarray):
+        arr = arr.base
+    return arr
+
+
+def _shared_span(arrays):
+    """``(storage, [[offset, shape, strides], ...])`` for views of one contiguous block, or ``None``.
+
+    ``None`` also when the span the views cover is larger than copies of them.
+    """
+    root = _owner(arrays[0])
+    dtype = arrays[0].dtype
+    if not (root.flags.c_contiguous or root.flags.f_contiguous) or any(a.dtype != dtype for a in arrays):
+        return None
+    size = dtype.itemsize
+    mem = root.reshape(-1, order="C" if root.flags.c_contiguous else "F").view(np.uint8)
+    start = mem.__array_interface__["data"][0]
+    bounds = []
+    for a in arrays:
+        offset = a.__array_interface__["data"][0] - start
+        if any(st % size for st in a.strides) or offset % size:
+            return None
+        low = offset + sum(min(0, (n - 1) * st) for n, st in zip(a.shape, a.strides))
+        high = offset + sum(max(0, (n - 1) * st) for n, st in zip(a.shape, a.strides)) + size
+        bounds.append((offset, low, high))
+    lo = min(b[1] for b in bounds)
+    hi = max(b[2] for b in bounds)
+    if lo < 0 or hi > mem.size or lo % size or hi - lo > sum(a.nbytes for a in arrays):
+        return None  # (the last: far-apart slices of a big block are cheaper as copies)
+    storage = mem[lo:hi].view(dtype)
+    views = [[(offset - lo) // size, list(a.shape), [st // size for st in a.strides]]
+             for a, (offset, _, _) in zip(arrays, bounds)]
+    return storage, views
 
 
 def _identity(data):
@@ -122,7 +191,7 @@ class Decoder:
     def decode(self, node):
         if node is None or isinstance(node, (bool, int, float, str)):
             return node
-        if isinstance(node, list) or not isinstance(node, dict) or len(node) not in (1, 2):
+        if isinstance(node, list) or not isinstance(node, dict) or len(node) not in (1, 2, 3):
             self._bad(f"unexpected node {node!r:.100}")
         if "tensor" in node or "ndarray" in node or "npscalar" in node:
             return self._stored(node)
@@ -161,14 +230,31 @@ class Decoder:
         kind = next(k for k in ("tensor", "ndarray", "npscalar") if k in node)
         name = node[kind]
         dev = node.get("device", "cpu")
-        if set(node) - {kind, "device"} or not isinstance(name, str) or not isinstance(dev, str):
+        view = node.get("view")
+        if set(node) - {kind, "device", "view"} or not isinstance(name, str) or not isinstance(dev, str):
             self._bad(f"unexpected node {node!r:.100}")
         if name not in self._names:
             self._bad(f"it refers to tensor {name!r:.100}, which the file does not hold")
-        key = (kind, name)
+        key = (kind, name, repr(view))
         if key not in self._made:
-            self._made[key] = self._fetch(kind, name, dev)
+            self._made[key] = self._fetch(kind, name, dev, None if view is None else self._view(view, name))
         return self._made[key]
+
+    def _view(self, view, name):
+        """A checked ``(offset, shape, strides)``: every element it reaches lies inside 1-D entry ``name``."""
+        entry = self._names[name]
+        ok = (isinstance(view, list) and len(view) == 3 and isinstance(view[1], list) and isinstance(view[2], list)
+              and len(view[1]) == len(view[2]) <= 32 and len(entry.shape) == 1
+              and all(type(v) is int for v in [view[0], *view[1], *view[2]]) and all(n >= 0 for n in view[1]))
+        if not ok:
+            self._bad(f"invalid view {view!r:.100} of tensor {name!r:.100}")
+        offset, shape, strides = view
+        if 0 not in shape:
+            low = offset + sum(min(0, (n - 1) * st) for n, st in zip(shape, strides))
+            high = offset + sum(max(0, (n - 1) * st) for n, st in zip(shape, strides))
+            if low < 0 or high >= entry.shape[0]:
+                self._bad(f"view {view!r:.100} reaches outside tensor {name!r:.100} of {entry.shape[0]} elements")
+        return offset, tuple(shape), tuple(strides)
 
 
 def references(node, out: set) -> set:
