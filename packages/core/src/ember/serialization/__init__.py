@@ -115,8 +115,8 @@ def load(f, map_location=None, *, keys=None, weights_only=True):
     (top-level keys, or dotted paths through nested dicts such as
     ``'model_state_dict.fc.weight'``; a prefix such as ``'fc'`` takes
     ``'fc.weight'`` and ``'fc.bias'``) without reading the other tensors' bytes.
-    ``weights_only`` is accepted for PyTorch compatibility: ember files never
-    hold code, so loading is always weights-only.
+    ``weights_only`` is accepted for PyTorch compatibility and changes
+    nothing: ember files never hold code, so loading is always weights-only.
 
     Any problem with the file (truncated, corrupted, not safetensors, a PyTorch
     pickle) raises :class:`ember.errors.CheckpointError` naming the file.
@@ -127,10 +127,6 @@ def load(f, map_location=None, *, keys=None, weights_only=True):
     >>> ember.load(buf, keys=['model.w'])
     {'model': {'w': tensor([0., 0.])}}
     """
-    if not weights_only:
-        import warnings
-        warnings.warn("ember.load(weights_only=False) loads the same way: ember checkpoints never hold code",
-                      stacklevel=2)
     if isinstance(f, (str, bytes, os.PathLike)):
         path = os.fsdecode(os.fspath(f))
         where = repr(path)
