@@ -1,7 +1,6 @@
 """Loading a user-supplied safetensors weights file into a model, with errors that name the file."""
 import os
 
-import numpy as np
 import safetensors
 import safetensors.numpy
 
@@ -32,7 +31,7 @@ def load_weights(model, path):
         arrays = safetensors.numpy.load_file(path)
     except (safetensors.SafetensorError, OSError, ValueError) as error:
         raise ValueError(f"weights file {path!r} is not a readable safetensors file: {error}") from None
-    state = {key: ember.from_numpy(np.ascontiguousarray(array)) for key, array in arrays.items()}
+    state = {key: ember.from_numpy(array) for key, array in arrays.items()}
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as error:
