@@ -276,3 +276,14 @@ def test_weights_file_errors_name_the_file_and_the_problem(tmp_path):
     state["extra"] = ember.zeros(1)
     with pytest.raises(RuntimeError, match=r"Unexpected key\(s\) in state_dict: \"extra\""):
         models.lenet(weights=save(state, tmp_path / "extra.safetensors"))
+    checkpoint = tmp_path / "checkpoint.safetensors"
+    ember.save({"epoch": 3, "model_state_dict": models.lenet().state_dict()}, checkpoint)
+    with pytest.raises(RuntimeError, match=r"checkpoint.safetensors.*\['epoch', 'model_state_dict'\].*not a flat"):
+        models.lenet(weights=checkpoint)
+
+
+def test_weights_saved_by_ember_save_load(tmp_path):
+    source = models.mlp(6, [5], num_classes=3)
+    ember.save(source.state_dict(), tmp_path / "mlp.safetensors")
+    loaded = models.mlp(6, [5], num_classes=3, weights=tmp_path / "mlp.safetensors")
+    np.testing.assert_array_equal(loaded[3].weight.detach().numpy(), source[3].weight.detach().numpy())

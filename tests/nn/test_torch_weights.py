@@ -92,18 +92,33 @@ def test_ember_state_dict_has_pytorchs_keys_shapes_and_dtypes(name):
         assert (value.shape, value.dtype) == (theirs[key].shape, theirs[key].dtype), key
 
 
-@pytest.mark.parametrize("name", ["batch_norm2d", "lstm", "transformer_encoder_layer", "small_cnn"])
-def test_weights_round_trip_through_an_ember_written_file(name, tmp_path):
+ROUND_TRIP = ["batch_norm2d", "embedding", "lstm", "transformer_encoder_layer", "small_cnn"]
+
+
+@pytest.mark.parametrize("name", ROUND_TRIP)
+@pytest.mark.parametrize("writer", ["safetensors.numpy", "ember.save"])
+def test_weights_round_trip_through_an_ember_written_file(name, writer, tmp_path):
     _, _, spec = read_io(name)
     model = build(spec["layers"])
     theirs = load_fixture_weights(model, name)
     path = tmp_path / "ember.safetensors"
-    safetensors.numpy.save_file({k: v.numpy().copy() for k, v in model.state_dict().items()}, path)
+    if writer == "ember.save":
+        ember.save(model.state_dict(), path)
+    else:
+        safetensors.numpy.save_file({k: v.numpy().copy() for k, v in model.state_dict().items()}, path)
     back = safetensors.numpy.load_file(path)
     assert sorted(back) == sorted(theirs)
     for key, value in theirs.items():
         assert (back[key].shape, back[key].dtype) == (value.shape, value.dtype), key
         np.testing.assert_array_equal(back[key], value)
+
+
+@pytest.mark.parametrize("name", ROUND_TRIP)
+def test_ember_load_reads_pytorchs_file(name):
+    inputs, expected, spec = read_io(name)
+    model = build(spec["layers"])
+    model.load_state_dict(ember.load(FIXTURES / f"{name}.safetensors"), strict=True)
+    assert_outputs_match(run(model.eval(), inputs), expected)
 
 
 def test_batch_norm_fixture_has_trained_running_statistics():
