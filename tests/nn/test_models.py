@@ -11,7 +11,7 @@ from tests.fixtures.seeded_weights import seeded_state_dict
 from tests.nn.test_torch_weights import read_io
 
 #: resnet18's state dict (key, shape, dtype), in order, as recorded from the torchvision-layout resnet18
-#: written out in PyTorch by hand in tests/fixtures/make_torch_fixtures.py (``torch_resnet``)
+#: written out in PyTorch by hand in tests/fixtures/make_torch_fixtures.py (``torch_resnet(torch, 18, 1000)``)
 RESNET18_STATE = """
     conv1.weight 64x3x7x7 float32
     bn1.weight 64 float32
@@ -218,6 +218,9 @@ def test_resnet18_forward_shape_and_training_mode():
     out = model(ember.randn(2, 3, 32, 32))
     assert out.shape == (2, 7) and out.requires_grad
     assert int(model.bn1.num_batches_tracked.item()) == 1
+    out.sum().backward()  # through the in-place ReLUs and the shortcuts
+    assert all(p.grad is not None and p.grad.shape == p.shape for p in model.parameters())
+    assert np.abs(model.conv1.weight.grad.numpy()).max() > 0
 
 
 def test_lenet_and_mlp_layouts_and_shapes():

@@ -133,11 +133,12 @@ def test_embedding_fixture_looks_up_indices():
     np.testing.assert_array_equal(expected[0], weights[inputs[0]])  # NumPy indexing as the reference
 
 
-def test_resnet18_with_seeded_weights_gives_pytorchs_output():
-    """The fixture script filled its hand-written torchvision-layout resnet18 with the same NumPy-seeded
-    arrays (the weights are too large to commit); ember's resnet18 must give PyTorch's logits."""
-    inputs, expected, spec = read_io("resnet18")
-    model = ember.nn.models.resnet18(**spec["kwargs"])
+@pytest.mark.parametrize("name", ["resnet18", "resnet50"])
+def test_resnet_with_seeded_weights_gives_pytorchs_output(name):
+    """The fixture script filled its hand-written torchvision-layout ResNet with the same NumPy-seeded arrays
+    (the weights are too large to commit); ember's model must give PyTorch's logits."""
+    inputs, expected, spec = read_io(name)
+    model = getattr(ember.nn.models, spec["model"])(**spec["kwargs"])
     shapes = {k: (tuple(v.shape), v.numpy().dtype.name) for k, v in model.state_dict().items()}
     assert {k: list(shape) for k, (shape, _) in shapes.items()} == spec["state_dict_shapes"]
     state = seeded_state_dict(shapes, spec["seed"])
