@@ -201,7 +201,8 @@ def test_resnet_initialisation_is_torchvisions():
         if isinstance(module, nn.BatchNorm2d):
             assert (module.weight.detach().numpy() == 1).all() and (module.bias.detach().numpy() == 0).all()
     bound = 1 / np.sqrt(512)  # fc keeps Linear's default init
-    assert np.abs(model.fc.weight.detach().numpy()).max() <= bound and np.abs(model.fc.weight.detach().numpy()).max() > 0.9 * bound
+    largest = np.abs(model.fc.weight.detach().numpy()).max()
+    assert 0.9 * bound < largest <= bound
 
 
 def test_zero_init_residual_zeroes_each_blocks_last_norm():
@@ -209,7 +210,8 @@ def test_zero_init_residual_zeroes_each_blocks_last_norm():
     assert all((block.bn2.weight.detach().numpy() == 0).all() and (block.bn1.weight.detach().numpy() == 1).all()
                for layer in (basic.layer1, basic.layer4) for block in layer)
     bottleneck = models.resnet50(zero_init_residual=True)
-    assert (bottleneck.layer2[3].bn3.weight.detach().numpy() == 0).all() and (bottleneck.layer2[3].bn2.weight.detach().numpy() == 1).all()
+    block = bottleneck.layer2[3]
+    assert (block.bn3.weight.detach().numpy() == 0).all() and (block.bn2.weight.detach().numpy() == 1).all()
     assert (bottleneck.layer1[0].downsample[1].weight.detach().numpy() == 1).all()
 
 
