@@ -281,3 +281,36 @@ def test_bad_args_type_is_an_error():
 def test_model_returning_a_non_tensor_is_an_error():
     with pytest.raises(ember.onnx.UnsupportedExportError, match="returned a dict"):
         _export(lambda x: {"y": x}, ember.ones(2))
+
+
+def test_filled_tensor_made_with_a_dynamic_size_is_rebuilt_in_the_graph():
+    def fn(x):
+        pad = ember.full((x.shape[0], 2), 7.0)  # follows the batch: Expand of 7 to [batch, 2]
+        return ember.cat([x, pad], dim=1)
+    proto = _export(fn, ember.zeros(2, 3), input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+    for n in (1, 4):
+        out, = _run(proto, np.ones((n, 3), np.float32))
+        np.testing.assert_array_equal(out, np.concatenate([np.ones((n, 3)), np.full((n, 2), 7.0)], axis=1))
+
+
+def test_unfilled_tensor_made_with_a_dynamic_size_is_an_error():
+    def fn(x):
+        return x + ember.arange(x.shape[0], dtype=ember.float32)
+    with pytest.raises(ember.onnx.UnsupportedExportError, match="created during forward.*dynamic axis"):
+        _export(fn, ember.zeros(3), input_names=["x"], dynamic_axes={"x": [0]})
+
+
+def test_lstm_initial_state_follows_the_dynamic_batch():
+    ember.manual_seed(0)
+    lstm = nn.LSTM(3, 4, batch_first=True).eval()
+    diffs = ember.onnx.verify(lambda x: lstm(x)[0], ember.randn(2, 5, 3), input_names=["x"],
+                              dynamic_axes={"x": {0: "batch", 1: "seq"}}, other_args=[ember.randn(4, 3, 3)])
+    assert max(diffs) < 1e-5
+
+
+def test_transformer_encoder_layer_with_dynamic_batch_and_sequence():
+    ember.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True).eval()
+    diffs = ember.onnx.verify(layer, ember.randn(2, 5, 8), input_names=["src"],
+                              dynamic_axes={"src": {0: "batch", 1: "seq"}}, other_args=[ember.randn(3, 7, 8)])
+    assert max(diffs) < 1e-5

@@ -209,6 +209,26 @@ class _Exporter:
         self._bind(t, name)
         return name
 
+    def _dynamic_const(self, t, alt, op_name) -> str:
+        """A tensor made during forward whose size follows a dynamic axis (``zeros(batch, n)``): a filled one
+        becomes ``Expand`` of its value to a shape computed from the inputs' sizes."""
+        if id(t) in self.values:
+            return self.values[id(t)]
+        data = _array(t)
+        first = data.reshape(-1)[:1]
+        if data.size == 0 or not np.array_equal(data, np.broadcast_to(first, data.shape), equal_nan=True):
+            raise UnsupportedExportError(
+                f"ember.onnx.export: op {op_name!r} uses a tensor created during forward whose size follows a "
+                f"dynamic axis ({list(t.shape)}, then {list(alt.shape)}) and whose values are not all equal; "
+                "ember cannot rebuild it in the graph (export without dynamic_axes, or pass it as an input)")
+        dims = [self.g.const(np.asarray([s], np.int64)) if s == sa else self.g.symbolic_size(s, sa)
+                for s, sa in zip(t.shape, alt.shape)]
+        shape = dims[0] if len(dims) == 1 else self.g.op("Concat", *dims, axis=0)
+        name = self.g.op("Expand", self.g.const(first.reshape(())), shape)
+        self._bind(t, name)
+        self.dyn[name] = {a: None for a, (s, sa) in enumerate(zip(t.shape, alt.shape)) if s != sa}
+        return name
+
     def _is_const(self, t) -> bool:
         return id(t) in self.consts or (id(t) not in self.values and id(t) not in self.params)
 
@@ -230,7 +250,11 @@ class _Exporter:
         in_names, dynamic = [], set()
         for i, x in enumerate(rec.inputs):
             if isinstance(x, Tensor):
-                n = self._resolve(x)
+                alt = rec_b.inputs[i] if rec_b is not None else None
+                if isinstance(alt, Tensor) and alt.shape != x.shape and self._is_const(x):
+                    n = self._dynamic_const(x, alt, name)
+                else:
+                    n = self._resolve(x)
                 in_names.append(n)
                 dynamic.update((i, a) for a in self.dyn.get(n, {}))
             elif x is None:

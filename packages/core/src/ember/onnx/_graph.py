@@ -5,6 +5,8 @@ See ``ONNX_API.md``/the :mod:`ember.onnx` docstring for the lowering contract:
 """
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -116,6 +118,28 @@ class Graph:
         if key is not None:
             self._consts[key] = name
         return name
+
+    def symbolic_size(self, size: int, size_alt: int, node=None) -> str:
+        """A ``[1]`` int64 value: a size that was ``size`` in the trace and ``size_alt`` in the second trace,
+        written as a constant times a product of the graph inputs' dynamic sizes (read with ``Shape``)."""
+        for r in range(1, min(3, len(self.symbols)) + 1):
+            for combo in itertools.combinations(self.symbols, r):
+                a, b = math.prod(s[2] for s in combo), math.prod(s[3] for s in combo)
+                if size % a == 0 and size // a * b == size_alt:
+                    out = None
+                    for name, axis, _, _ in combo:
+                        key = ("size", name, axis)
+                        if key not in self.memo:
+                            index = self.const(np.asarray([axis], dtype=np.int64))
+                            self.memo[key] = self.op("Gather", self.op("Shape", name), index, axis=0)
+                        out = self.memo[key] if out is None else self.op("Mul", out, self.memo[key])
+                    if size == a:
+                        return out
+                    return self.op("Mul", out, self.const(np.asarray([size // a], dtype=np.int64)))
+        why = f"cannot write a size that was {size} (then {size_alt}) from the dynamic input sizes"
+        if node is not None:
+            self.unsupported(node, why)
+        raise UnsupportedExportError(f"ember.onnx.export: {why}")
 
     def unsupported(self, node, why: str):
         """Raise the error for an op that this lowering cannot express."""

@@ -53,32 +53,13 @@ def shape_input(g, node, x, shape, input_index=0):
     if left:
         pieces[left[0]] = -1
     for k in left[1:]:
-        pieces[k] = ("size", symbolic_size(g, node, shape[k], out_b[k]))
+        pieces[k] = ("size", g.symbolic_size(shape[k], out_b[k], node))
     if not any(isinstance(p, tuple) for p in pieces):
         return _ints(g, pieces)
     sizes = g.op("Shape", x)
     parts = [(g.op("Gather", sizes, _ints(g, [p[1]]), axis=0) if p[0] == "gather" else p[1])
              if isinstance(p, tuple) else _ints(g, [p]) for p in pieces]
     return g.op("Concat", *parts, axis=0)
-
-
-def symbolic_size(g, node, size, size_alt):
-    """A ``[1]`` int64 tensor: a size that was ``size`` in the trace and ``size_alt`` in the second one, written
-    as a constant times a product of graph-input dynamic sizes (``Shape`` of the inputs)."""
-    import itertools
-    symbols = g.symbols
-    for r in range(1, min(3, len(symbols)) + 1):
-        for combo in itertools.combinations(symbols, r):
-            a, b = math.prod(s[2] for s in combo), math.prod(s[3] for s in combo)
-            if size % a == 0 and size // a * b == size_alt:
-                out = None
-                for name, axis, _, _ in combo:
-                    key = ("size", name, axis)
-                    if key not in g.memo:
-                        g.memo[key] = g.op("Gather", g.op("Shape", name), _ints(g, [axis]), axis=0)
-                    out = g.memo[key] if out is None else g.op("Mul", out, g.memo[key])
-                return out if size == a else g.op("Mul", out, _ints(g, [size // a]))
-    g.unsupported(node, f"cannot write size {size} (then {size_alt}) from the dynamic input sizes")
 
 
 def reshape(g, node, x, shape, input_index=0):
