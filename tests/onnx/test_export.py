@@ -314,3 +314,30 @@ def test_transformer_encoder_layer_with_dynamic_batch_and_sequence():
     diffs = ember.onnx.verify(layer, ember.randn(2, 5, 8), input_names=["src"],
                               dynamic_axes={"src": {0: "batch", 1: "seq"}}, other_args=[ember.randn(3, 7, 8)])
     assert max(diffs) < 1e-5
+
+
+def test_index_made_by_the_model_is_a_graph_value_not_a_constant():
+    def fn(x):
+        best = x.argmax(1, keepdim=True)  # computed from the input: must not be baked
+        return x.gather(1, best), x.index_select(1, best.view(-1))
+    x = ember.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]])
+    proto = _export(fn, x)
+    other = np.array([[0.0, 1.0, 9.0], [2.0, 8.0, 1.0]], np.float32)
+    picked, selected = _run(proto, other)
+    np.testing.assert_array_equal(picked, [[9.0], [8.0]])
+    np.testing.assert_array_equal(selected, other[:, [2, 1]])
+
+
+class Doubled(ember.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+def test_user_autograd_function_exports_the_ops_its_forward_runs():
+    proto = _export(lambda x: Doubled.apply(x).exp(), ember.ones(2))
+    assert [n.op_type for n in proto.graph.node] == ["Mul", "Exp"]

@@ -189,6 +189,7 @@ class _Exporter:
     # -- values -----------------------------------------------------------------------------------------------
     def _bind(self, t, name):
         self.values[id(t)] = name
+        self.g.arrays[id(t._data)] = name
         self.keep.append(t)
 
     def _resolve(self, t: Tensor) -> str:

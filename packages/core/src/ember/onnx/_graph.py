@@ -65,6 +65,8 @@ class Graph:
         self.symbols: list = []
         #: lowerings may cache values here (e.g. a graph input's size along an axis)
         self.memo: dict = {}
+        #: id(backend array) -> value name, for ops that take an array attribute (an index) made by the model
+        self.arrays: dict = {}
 
     def fresh(self, hint: str) -> str:
         """A value name starting with ``hint`` that no other value has."""
@@ -118,6 +120,11 @@ class Graph:
         if key is not None:
             self._consts[key] = name
         return name
+
+    def value_of(self, array) -> str | None:
+        """The value name of a tensor whose backend array is ``array`` (an attribute such as ``index=``), or None
+        if the model did not make it (then the lowering writes it as a constant)."""
+        return self.arrays.get(id(array))
 
     def symbolic_size(self, size: int, size_alt: int, node=None) -> str:
         """A ``[1]`` int64 value: a size that was ``size`` in the trace and ``size_alt`` in the second trace,

@@ -471,13 +471,21 @@ def lower_cumsum(g, node):
 
 
 # -- indexing ------------------------------------------------------------------------------------------------------
+def _index(g, array):
+    """The ``index=`` array of an op: the model's own tensor (as int64) or a constant."""
+    name = g.value_of(array)
+    if name is None:
+        return g.const(np.asarray(array, dtype=np.int64))
+    return name if str(array.dtype) == "int64" else g.op("Cast", name, to=onnx_dtype(np.int64))
+
+
 def lower_index_select(g, node):
-    index = g.const(np.asarray(node.attrs["index"], dtype=np.int64))
+    index = _index(g, node.attrs["index"])
     return [g.op("Gather", node.inputs[0], index, axis=int(node.attrs.get("dim", 0)))]
 
 
 def lower_gather(g, node):
-    index = g.const(np.asarray(node.attrs["index"], dtype=np.int64))
+    index = _index(g, node.attrs["index"])
     return [g.op("GatherElements", node.inputs[0], index, axis=int(node.attrs.get("dim", 0)))]
 
 
