@@ -162,6 +162,42 @@ def lower_clamp(g, node):
     return [x]
 
 
+def _as_bool(g, node, i):
+    x = node.inputs[i]
+    return x if node.input_dtypes[i].name == "bool" else g.op("Not", g.op("Equal", x, g.const(
+        np.zeros((), dtype=np.dtype(node.input_dtypes[i].name)))))
+
+
+def _logical(op_type):
+    def lower(g, node):
+        if op_type == "Not":
+            return [g.op("Not", _as_bool(g, node, 0))]
+        return [g.op(op_type, _as_bool(g, node, 0), _as_bool(g, node, 1))]
+    return lower
+
+
+def _bitwise(op_type):
+    def lower(g, node):
+        if g.opset < 18:
+            g.unsupported(node, f"ONNX has {op_type} from opset 18 on (export with opset_version=18)")
+        return [g.op(op_type, *node.inputs[:2])]
+    return lower
+
+
+def lower_bitwise_not(g, node):
+    if node.input_dtypes[0].name != "bool":
+        return _bitwise("BitwiseNot")(g, node)
+    return [g.op("Not", node.inputs[0])]
+
+
+def _all_any(reduce_op):
+    def lower(g, node):
+        x = g.op("Cast", _as_bool(g, node, 0), to=onnx_dtype(np.int32))
+        out = _axes_arg(g, reduce_op, x, node.attrs.get("dims"), node.attrs.get("keepdim", False))
+        return [g.op("Cast", out, to=onnx_dtype(node.output_dtypes[0]))]
+    return lower
+
+
 def lower_ne(g, node):
     return [g.op("Not", g.op("Equal", node.inputs[0], node.inputs[1]))]
 
@@ -533,6 +569,10 @@ LOWERINGS: dict = {
     "maskedfill": lower_masked_fill, "maskedfilltensor": lower_masked_fill, "to": lower_to,
     "isnan": lower_isnan, "isinf": lower_isinf, "isposinf": lower_isposinf, "isneginf": lower_isneginf,
     "isfinite": lower_isfinite,
+    "logicaland": _logical("And"), "logicalor": _logical("Or"), "logicalxor": _logical("Xor"),
+    "logicalnot": _logical("Not"), "bitwisenot": lower_bitwise_not,
+    "bitwiseand": _bitwise("BitwiseAnd"), "bitwiseor": _bitwise("BitwiseOr"), "bitwisexor": _bitwise("BitwiseXor"),
+    "all": _all_any("ReduceMin"), "any": _all_any("ReduceMax"),
     "gelu": lower_gelu, "silu": lower_silu, "softplus": lower_softplus, "leakyrelu": lower_leakyrelu,
     "hardtanh": lower_hardtanh, "hardsigmoid": lower_hardsigmoid, "threshold": lower_threshold,
     "hardshrink": lower_hardshrink, "softshrink": lower_softshrink, "elu": lower_elu, "selu": lower_elu,
