@@ -170,3 +170,11 @@ def test_bitwise_ops_need_opset_18(fn, op_type):
     with pytest.raises(ember.onnx.UnsupportedExportError, match=f"ONNX has {op_type} from opset 18"):
         ember.onnx.build_model(fn, X)
     assert ember.onnx.verify(fn, X, opset_version=18) == [0.0]
+
+
+@pytest.mark.parametrize("opset", [18, 20])
+@pytest.mark.parametrize("fn", [lambda a: a.mean(-1), lambda a: a.amax((0, 2)), lambda a: a.sum(1, keepdim=True),
+                                lambda a: a.logsumexp(1), lambda a: a.max(1)[0], lambda a: (a > 0).all(2)],
+                         ids=["mean", "amax", "sum", "logsumexp", "max_dim", "all"])
+def test_reductions_take_axes_as_an_input_from_opset_18(fn, opset):
+    assert max(ember.onnx.verify(fn, X, opset_version=opset)) <= 1e-5

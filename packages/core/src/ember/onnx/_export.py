@@ -38,6 +38,7 @@ def export(model, args, f, input_names=None, output_names=None, dynamic_axes=Non
     ``{name: [axes]}``, names from ``input_names``/``output_names``) leaves
     those axes free in the graph. Python control flow, including any that reads
     ``tensor.shape``, is recorded as it ran for ``args`` (as PyTorch's tracer does).
+    Ops that other threads run during the export are recorded too: export from one thread at a time.
 
     >>> import io, ember, onnx
     >>> buf = io.BytesIO()
@@ -111,7 +112,6 @@ class _Exporter:
         self.values: dict = {}    # id(tensor) -> value name
         self.dyn: dict = {}       # value name -> {axis: label or None}
         self.consts: set = set()  # ids of tensors that are constants (folded or created during forward)
-        self.keep: list = []      # tensors whose ids are keys above
         self._param_inputs: list = []  # parameters as graph inputs (export_params=False)
         self._renamed: set = set()     # values renamed to an output name
         self._grown: list = []         # the tensor args of the second trace
@@ -190,7 +190,6 @@ class _Exporter:
     def _bind(self, t, name):
         self.values[id(t)] = name
         self.g.arrays[id(t._data)] = name
-        self.keep.append(t)
 
     def _resolve(self, t: Tensor) -> str:
         entry = self.values.get(id(t))
@@ -237,9 +236,7 @@ class _Exporter:
     def _lower(self, rec, lower, out_dyn, rec_b):
         tensors = [x for x in rec.inputs if isinstance(x, Tensor)]
         if self.fold and tensors and all(self._is_const(x) for x in tensors):
-            for o in rec.outputs:
-                self.consts.add(id(o))
-                self.keep.append(o)
+            self.consts.update(id(o) for o in rec.outputs)
             return
         name = type(rec.op).name_ if rec.op is not None else "?"
         fn = lower.get(name)
