@@ -341,3 +341,21 @@ class Doubled(ember.autograd.Function):
 def test_user_autograd_function_exports_the_ops_its_forward_runs():
     proto = _export(lambda x: Doubled.apply(x).exp(), ember.ones(2))
     assert [n.op_type for n in proto.graph.node] == ["Mul", "Exp"]
+
+
+def test_indices_from_the_end_stay_relative_on_dynamic_axes():
+    def fn(x):
+        return x[:, 1:-1], x[:, -2], x[..., :2], x[:, :-2:2], x[-1]
+    x = ember.randn(2, 5, 3)
+    diffs = ember.onnx.verify(fn, x, input_names=["x"], dynamic_axes={"x": {0: "batch", 1: "seq"}},
+                              other_args=[ember.randn(3, 7, 3), ember.randn(1, 4, 3)])
+    assert diffs == [0.0] * 5
+
+
+def test_last_step_of_a_recurrent_model_with_dynamic_sequence():
+    ember.manual_seed(0)
+    embed, gru = nn.Embedding(10, 6), nn.GRU(6, 5, batch_first=True)
+    diffs = ember.onnx.verify(lambda x: gru(embed(x))[0][:, -1], ember.tensor([[1, 2, 3], [4, 5, 6]]),
+                              input_names=["x"], dynamic_axes={"x": {0: "batch", 1: "seq"}},
+                              other_args=[ember.tensor([[1, 2], [3, 4], [5, 6]])])
+    assert max(diffs) < 1e-5

@@ -270,7 +270,8 @@ class _Exporter:
                     output_dynamic={(j, a) for j, axes in (out_dyn or {}).items() for a in axes},
                     input_shapes_alt=None if rec_b is None else [
                         tuple(x.shape) if isinstance(x, Tensor) else None for x in rec_b.inputs],
-                    output_shapes_alt=None if rec_b is None else [tuple(o.shape) for o in rec_b.outputs])
+                    output_shapes_alt=None if rec_b is None else [tuple(o.shape) for o in rec_b.outputs],
+                    attrs_alt=None if rec_b is None else rec_b.attrs)
         outs = fn(self.g, node)
         if isinstance(outs, str):
             outs = [outs]

@@ -45,6 +45,7 @@ class Node:
     output_dynamic: set = field(default_factory=set)
     input_shapes_alt: list | None = None   # the shapes in the second trace (dynamic axes one longer), if any
     output_shapes_alt: list | None = None
+    attrs_alt: dict | None = None          # the attributes in the second trace, if any
 
     def __repr__(self):
         return f"<traced op {self.name!r} inputs={self.inputs} attrs={self.attrs}>"

@@ -383,38 +383,56 @@ def lower_expand(g, node):
     return [g.op("Expand", node.inputs[0], _ints(g, target))]
 
 
+def _from_end(value, alt, size, size_alt):
+    """A start/stop/index that the second trace shows to count from the end (``-1``, ``:-2``) as negative."""
+    if value is None or alt is None or value == alt or value - size != alt - size_alt:
+        return value
+    return value - size
+
+
 def lower_basic_index(g, node):
-    """``a[key]`` (ints, in-bounds slices, None, a trailing Ellipsis): Slice, then Squeeze, then Unsqueeze."""
+    """``a[key]`` (ints, in-bounds slices, None, a trailing Ellipsis): Slice, then Squeeze, then Unsqueeze.
+
+    On a dynamic axis, a position that the second trace shows to count from the end is written negative.
+    """
     key = node.attrs["key"]
     key = key if isinstance(key, tuple) else (key,)
-    nd = len(node.input_shapes[0])
+    alt = node.attrs_alt["key"] if node.attrs_alt else key
+    alt = alt if isinstance(alt, tuple) else (alt,)
+    shape = node.input_shapes[0]
+    shape_alt = node.input_shapes_alt[0] if node.input_shapes_alt else shape
+    nd = len(shape)
     starts, ends, axes, steps, int_axes, new_axes = [], [], [], [], [], []
     dim = out_pos = 0
-    for k in key:
+    for pos, k in enumerate(key):
         if k is Ellipsis:
-            skipped = nd - dim - sum(1 for j in key[key.index(k) + 1:] if j is not None and j is not Ellipsis)
+            skipped = nd - dim - sum(1 for j in key[pos + 1:] if j is not None and j is not Ellipsis)
             dim += skipped
             out_pos += skipped
-        elif k is None:
+            continue
+        if k is None:
             new_axes.append(out_pos)
             out_pos += 1
-        elif isinstance(k, slice):
-            start, stop, step = k.start or 0, k.stop, k.step or 1
+            continue
+        n, n_alt, k_alt = shape[dim], shape_alt[dim], alt[pos]
+        if isinstance(k, slice):
+            start = _from_end(k.start or 0, k_alt.start or 0, n, n_alt)
+            stop = _from_end(k.stop, k_alt.stop, n, n_alt)
+            step = k.step or 1
             if (start, stop, step) != (0, None, 1):
                 starts.append(start)
                 ends.append(INT64_MAX if stop is None else stop)
                 axes.append(dim)
                 steps.append(step)
-            dim += 1
             out_pos += 1
         else:
-            i = int(k)
+            i = _from_end(int(k), int(k_alt), n, n_alt)
             starts.append(i)
-            ends.append(i + 1)
+            ends.append(INT64_MAX if i == -1 else i + 1)
             axes.append(dim)
             steps.append(1)
             int_axes.append(dim)
-            dim += 1
+        dim += 1
     x = node.inputs[0]
     if axes:
         x = g.op("Slice", x, _ints(g, starts), _ints(g, ends), _ints(g, axes), _ints(g, steps))
