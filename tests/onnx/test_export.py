@@ -359,3 +359,21 @@ def test_last_step_of_a_recurrent_model_with_dynamic_sequence():
                               input_names=["x"], dynamic_axes={"x": {0: "batch", 1: "seq"}},
                               other_args=[ember.tensor([[1, 2], [3, 4], [5, 6]])])
     assert max(diffs) < 1e-5
+
+
+class _ClassToken(nn.Module):
+    """A learned token expanded to the batch size (read from ``x.shape``), as in vision transformers."""
+
+    def __init__(self):
+        super().__init__()
+        self.token = nn.Parameter(ember.randn(1, 1, 4))
+
+    def forward(self, x):
+        return ember.cat([self.token.expand(x.shape[0], -1, -1), x], dim=1)
+
+
+def test_expand_to_a_dynamic_size_the_input_lacks():
+    ember.manual_seed(0)
+    diffs = ember.onnx.verify(_ClassToken().eval(), ember.randn(2, 3, 4), input_names=["x"],
+                              dynamic_axes={"x": {0: "batch", 1: "seq"}}, other_args=[ember.randn(5, 2, 4)])
+    assert diffs == [0.0]

@@ -372,15 +372,22 @@ def lower_squeeze(g, node):
 
 
 def lower_expand(g, node):
+    """``Expand``; a dynamic size the input has stays 1 (Expand broadcasts both ways), one it lacks is computed
+    from the graph inputs' sizes."""
     in_shape, out_shape = node.input_shapes[0], node.output_shapes[0]
+    out_alt = node.output_shapes_alt[0] if node.output_shapes_alt else out_shape
     lead = len(out_shape) - len(in_shape)
-    target = list(out_shape)
-    for a in sorted(a for j, a in node.output_dynamic if j == 0):
+    pieces = [_ints(g, [s]) for s in out_shape]
+    dynamic = sorted(a for j, a in node.output_dynamic if j == 0)
+    for a in dynamic:
         own = in_shape[a - lead] if a >= lead else 1
-        if a < lead or own != out_shape[a]:
-            g.unsupported(node, f"expanding axis {a} to a dynamic size that the input does not have")
-        target[a] = 1  # Expand broadcasts both ways: 1 keeps the input's size
-    return [g.op("Expand", node.inputs[0], _ints(g, target))]
+        if own == out_shape[a] and (0, a - lead) in node.dynamic:
+            pieces[a] = _ints(g, [1])
+        else:
+            pieces[a] = g.symbolic_size(out_shape[a], out_alt[a], node)
+    if not dynamic:
+        return [g.op("Expand", node.inputs[0], _ints(g, out_shape))]
+    return [g.op("Expand", node.inputs[0], g.op("Concat", *pieces, axis=0))]
 
 
 def _from_end(value, alt, size, size_alt):
