@@ -272,3 +272,19 @@ class _StatefulLSTM(nn.Module):
 def test_lstm_projection_is_not_expressible(tmp_path):
     with pytest.raises(ember.onnx.UnsupportedExportError, match="proj_size"):
         export_and_run(tmp_path, nn.LSTM(4, 5, proj_size=3), [randn(6, 2, 4)])
+
+
+# -- a dynamic batch axis -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("layer, shape", [
+    (nn.Upsample(size=(5, 7), mode="bilinear"), (2, 3, 4, 5)), (nn.Upsample(scale_factor=2), (2, 3, 4, 5)),
+    (nn.GroupNorm(2, 4), (2, 4, 3, 5)), (nn.AdaptiveAvgPool2d((3, 5)), (2, 3, 7, 8)),
+    (nn.MaxPool2d(3, 2, 1, ceil_mode=True), (2, 3, 7, 6)), (nn.CircularPad2d(1), (2, 3, 4, 5)),
+    (nn.BatchNorm2d(3, track_running_stats=False), (2, 3, 4, 5)), (nn.Linear(5, 4), (2, 3, 5)),
+    (nn.LSTM(5, 4, batch_first=True, bidirectional=True), (2, 3, 5)), (nn.GRU(5, 4, num_layers=2), (3, 2, 5))])
+def test_dynamic_batch(layer, shape):
+    batch_axis = 1 if isinstance(layer, nn.GRU) else 0
+    other = list(shape)
+    other[batch_axis] += 3
+    diffs = ember.onnx.verify(layer.eval(), (randn(*shape),), input_names=["x"],
+                              dynamic_axes={"x": {batch_axis: "batch"}}, other_args=[(randn(*other),)])
+    assert max(diffs) <= 1e-5
