@@ -168,6 +168,12 @@ def test_batch_norm_eval(tmp_path, affine):
     assert_exports(tmp_path, _with_stats(nn.BatchNorm1d(3, affine=affine)), randn(4, 3), uses="BatchNormalization")
 
 
+def test_batch_norm_with_float64_statistics_on_a_float32_input(tmp_path):
+    model = Fn(lambda m, x: F.batch_norm(x, m.mean, m.var, m.w, None, eps=1e-3),
+               mean=ember.randn(3, dtype=ember.float64), var=ember.rand(3, dtype=ember.float64) + 0.5, w=randn(3))
+    assert_exports(tmp_path, model, randn(2, 3, 4), uses="Cast")
+
+
 def test_batch_norm_without_running_stats_and_instance_norm_use_the_batch(tmp_path):
     assert_exports(tmp_path, nn.BatchNorm2d(3, track_running_stats=False), randn(4, 3, 2, 5) * 3 + 1)
     model = Fn(lambda m, x: F.instance_norm(x, weight=m.w, bias=m.b), w=randn(3), b=randn(3))

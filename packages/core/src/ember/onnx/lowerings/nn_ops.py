@@ -15,6 +15,7 @@ import numpy as np
 
 from ..._dtype import numpy_dtype
 from ...ops._pool_windows import pooled_size
+from .._graph import onnx_dtype
 
 
 # -- small graph helpers ----------------------------------------------------------------------------------------
@@ -203,13 +204,8 @@ def batch_norm(g, node):
     params = [weight, bias, mean, var]
     for i, v in enumerate(params):  # statistics kept in another precision are used in the input's
         if node.input_dtypes[[3, 4, 1, 2][i]] not in (None, dtype):
-            params[i] = g.op("Cast", v, to=_onnx_type(dtype))
+            params[i] = g.op("Cast", v, to=onnx_dtype(dtype))
     return [g.op("BatchNormalization", x, *params, epsilon=float(node.attrs.get("eps", 1e-5)))]
-
-
-def _onnx_type(dtype):
-    from onnx import helper
-    return helper.np_dtype_to_tensor_dtype(np.dtype(_np(dtype)))
 
 
 def batch_norm_training(g, node):
