@@ -77,7 +77,7 @@ def rnn(g, node):
 
 def lstm(g, node):
     """LSTM as ONNX ``LSTM`` (without ``proj_size``: ONNX's LSTM has no projection of the hidden state)."""
-    x_proj, w_hh, h0, c0, w_hr = node.inputs
+    _, _, h0, c0, w_hr = node.inputs
     if w_hr is not None:
         g.unsupported(node, "LSTM with proj_size > 0: ONNX's LSTM operator has no hidden-state projection")
     return _recurrence(g, node, "LSTM", _LSTM_ORDER, initial=(h0, c0))
@@ -85,7 +85,7 @@ def lstm(g, node):
 
 def gru(g, node):
     """GRU as ONNX ``GRU`` with ``linear_before_reset=1`` (PyTorch's ``r * (h W_hn^T + b_hn)``)."""
-    x_proj, w_hh, b_hh, h0 = node.inputs
+    _, _, b_hh, h0 = node.inputs
     return _recurrence(g, node, "GRU", _GRU_ORDER, bias=b_hh, initial=(h0,), linear_before_reset=1)
 
 
