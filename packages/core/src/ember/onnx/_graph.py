@@ -41,6 +41,8 @@ class Node:
     output_dtypes: list
     dynamic: set = field(default_factory=set)
     output_dynamic: set = field(default_factory=set)
+    input_shapes_alt: list | None = None   # the shapes in the second trace (dynamic axes one longer), if any
+    output_shapes_alt: list | None = None
 
     def __repr__(self):
         return f"<traced op {self.name!r} inputs={self.inputs} attrs={self.attrs}>"
@@ -57,6 +59,10 @@ class Graph:
         self._used: set = set()
         self._counts: dict = {}
         self._consts: dict = {}
+        #: the dynamic axes of the graph inputs: (input name, axis, size in the trace, size in the second trace)
+        self.symbols: list = []
+        #: lowerings may cache values here (e.g. a graph input's size along an axis)
+        self.memo: dict = {}
 
     def fresh(self, hint: str) -> str:
         """A value name starting with ``hint`` that no other value has."""

@@ -29,41 +29,56 @@ def _ints(g, values):
 def shape_input(g, node, x, shape, input_index=0):
     """A shape tensor for ``Reshape`` of ``node``'s input ``x`` to the traced ``shape`` (output 0).
 
-    Output axes that follow a dynamic axis become ``0`` (copy the input's size at
-    the same position), the size of a matching dynamic input axis (through
-    ``Shape``), or ``-1`` for one left over.
+    An output axis that follows a dynamic axis becomes ``0`` (the input's size
+    at the same position), the size of the input axis that has its size in
+    both traces (through ``Shape``), or ``-1`` for one left over.
     """
     shape = [int(s) for s in shape]
     out_dyn = sorted(a for j, a in node.output_dynamic if j == 0)
     if not out_dyn:
         return _ints(g, shape)
-    in_shape = node.input_shapes[input_index]
-    in_dyn = sorted(a for i, a in node.dynamic if i == input_index)
-    pieces = list(shape)
-    left = []
-    for a in out_dyn:
-        if a in in_dyn and a < len(in_shape) and in_shape[a] == shape[a]:
-            pieces[a] = 0
+    in_a = node.input_shapes[input_index]
+    in_b = node.input_shapes_alt[input_index] if node.input_shapes_alt else in_a
+    out_b = node.output_shapes_alt[0] if node.output_shapes_alt else shape
+    in_dyn = [a for i, a in node.dynamic if i == input_index]
+    pieces, left = list(shape), []
+    for k in out_dyn:
+        same = [a for a in in_dyn if in_a[a] == shape[k] and in_b[a] == out_b[k]]
+        if k in same:
+            pieces[k] = 0
+        elif same:
+            pieces[k] = ("gather", same[0])
         else:
-            left.append(a)
-    if len(left) == 1:
+            left.append(k)
+    if left:
         pieces[left[0]] = -1
-        return _ints(g, pieces)
-    if not left:
+    for k in left[1:]:
+        pieces[k] = ("size", symbolic_size(g, node, shape[k], out_b[k]))
+    if not any(isinstance(p, tuple) for p in pieces):
         return _ints(g, pieces)
     sizes = g.op("Shape", x)
-    free = [a for a in in_dyn if a not in out_dyn or pieces[a] != 0]
-    parts = []
-    for k, s in enumerate(pieces):
-        if k in left:
-            match = next((a for a in free if in_shape[a] == shape[k]), None)
-            if match is None:
-                g.unsupported(node, f"cannot tell which dynamic input axis gives output axis {k}")
-            free.remove(match)
-            parts.append(g.op("Gather", sizes, _ints(g, [match]), axis=0))
-        else:
-            parts.append(_ints(g, [s]))
+    parts = [(g.op("Gather", sizes, _ints(g, [p[1]]), axis=0) if p[0] == "gather" else p[1])
+             if isinstance(p, tuple) else _ints(g, [p]) for p in pieces]
     return g.op("Concat", *parts, axis=0)
+
+
+def symbolic_size(g, node, size, size_alt):
+    """A ``[1]`` int64 tensor: a size that was ``size`` in the trace and ``size_alt`` in the second one, written
+    as a constant times a product of graph-input dynamic sizes (``Shape`` of the inputs)."""
+    import itertools
+    symbols = g.symbols
+    for r in range(1, min(3, len(symbols)) + 1):
+        for combo in itertools.combinations(symbols, r):
+            a, b = math.prod(s[2] for s in combo), math.prod(s[3] for s in combo)
+            if size % a == 0 and size // a * b == size_alt:
+                out = None
+                for name, axis, _, _ in combo:
+                    key = ("size", name, axis)
+                    if key not in g.memo:
+                        g.memo[key] = g.op("Gather", g.op("Shape", name), _ints(g, [axis]), axis=0)
+                    out = g.memo[key] if out is None else g.op("Mul", out, g.memo[key])
+                return out if size == a else g.op("Mul", out, _ints(g, [size // a]))
+    g.unsupported(node, f"cannot write size {size} (then {size_alt}) from the dynamic input sizes")
 
 
 def reshape(g, node, x, shape, input_index=0):
@@ -133,10 +148,6 @@ def _then(op_type, const, first=False):
 
 def lower_log1p(g, node):
     return [g.op("Log", g.op("Add", node.inputs[0], _scalar(g, node, 1)))]
-
-
-def lower_square(g, node):
-    return [g.op("Mul", node.inputs[0], node.inputs[0])]
 
 
 def lower_frac(g, node):
@@ -527,7 +538,7 @@ LOWERINGS: dict = {
     "rsqrt": lambda g, node: [g.op("Reciprocal", g.op("Sqrt", node.inputs[0]))],
     "exp2": _then("Pow", 2.0, first=True)(None),
     "log2": _then("Div", math.log(2.0))("Log"), "log10": _then("Div", math.log(10.0))("Log"),
-    "expm1": _then("Sub", 1.0)("Exp"), "log1p": lower_log1p, "square": lower_square, "frac": lower_frac,
+    "expm1": _then("Sub", 1.0)("Exp"), "log1p": lower_log1p, "frac": lower_frac,
     "trunc": lambda g, node: [g.op("Mul", g.op("Sign", node.inputs[0]), g.op("Floor", g.op("Abs", node.inputs[0])))],
     "round": lower_round, "clamp": lower_clamp, "ne": lower_ne, "where": lower_where,
     "maskedfill": lower_masked_fill, "maskedfilltensor": lower_masked_fill, "to": lower_to,
