@@ -87,7 +87,8 @@ def test_conv1d(tmp_path, kwargs):
 
 @pytest.mark.parametrize("kwargs", [
     dict(), dict(stride=2, padding=1, output_padding=1), dict(stride=3, output_padding=2, groups=2),
-    dict(stride=2, padding=2, dilation=2, output_padding=1), dict(padding=(1, 0), stride=(1, 2))])
+    dict(stride=2, padding=2, dilation=2, output_padding=1), dict(padding=(1, 0), stride=(1, 2)),
+    dict(dilation=2, output_padding=1), dict(dilation=3, output_padding=(2, 0), bias=False)])
 def test_conv_transpose2d(tmp_path, kwargs):
     assert_exports(tmp_path, nn.ConvTranspose2d(4, 6, 3, **kwargs), randn(2, 4, 5, 6), uses="ConvTranspose")
 
@@ -139,11 +140,13 @@ def test_adaptive_pool1d_and_max(tmp_path):
     assert_exports(tmp_path, nn.AdaptiveAvgPool1d(1), randn(3, 7))  # unbatched
     assert_exports(tmp_path, nn.AdaptiveMaxPool2d((2, 4), return_indices=True), randn(2, 3, 6, 8), uses="MaxPool")
     assert_exports(tmp_path, nn.AdaptiveMaxPool1d(1), randn(2, 3, 7), uses="MaxPool")
+    assert_exports(tmp_path, nn.AdaptiveMaxPool2d((3, 5)), randn(2, 3, 7, 8), uses="Max")  # uneven windows
+    assert_exports(tmp_path, nn.AdaptiveMaxPool1d(4), randn(3, 9), uses="Max")
 
 
 def test_inexpressible_pools_raise_naming_the_op(tmp_path):
-    with pytest.raises(ember.onnx.UnsupportedExportError, match="adaptive_max_pool2d.*multiple"):
-        export_and_run(tmp_path, nn.AdaptiveMaxPool2d((3, 3)), [randn(1, 2, 7, 7)])
+    with pytest.raises(ember.onnx.UnsupportedExportError, match="adaptive_max_pool2d_with_indices.*multiple"):
+        export_and_run(tmp_path, nn.AdaptiveMaxPool2d((3, 3), return_indices=True), [randn(1, 2, 7, 7)])
     with pytest.raises(ember.onnx.UnsupportedExportError, match="avg_pool2d.*divisor_override"):
         export_and_run(tmp_path, nn.AvgPool2d(2, divisor_override=3), [randn(1, 2, 4, 4)])
 

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ..._dtype import numpy_dtype
-from ...ops._pool_windows import pooled_size
+from ...ops._pool_windows import AdaptiveWindows, pooled_size
 from .._graph import onnx_dtype
 
 
@@ -102,7 +102,14 @@ def convolution(g, node):
     if not transposed:
         return [g.op("Conv", *inputs, **common)]
     output_padding = [max(-hi, 0) for _, hi in geometry.padding]
-    return [g.op("ConvTranspose", *inputs, output_padding=output_padding, **common)]
+    if all(p < s for p, s in zip(output_padding, geometry.stride)):
+        return [g.op("ConvTranspose", *inputs, output_padding=output_padding, **common)]
+    # onnxruntime wants output_padding < stride (PyTorch allows it up to the dilation): pad the result instead,
+    # then add the bias, which the extra positions hold too
+    out = g.op("ConvTranspose", *inputs[:2], **common)
+    rank = len(node.input_shapes[0])
+    out = g.op("Pad", out, _ints(g, [0] * rank + [0, 0] + output_padding), mode="constant")
+    return [out if len(inputs) < 3 else g.op("Add", out, _per_channel(g, inputs[2], rank))]
 
 
 # -- pooling ------------------------------------------------------------------------------------------------------
@@ -172,8 +179,14 @@ def _adaptive(g, node, op_type):
             outs[1] = g.op("Mod", outs[1], _ints(g, math.prod(spatial)))
         return [_squeeze(g, o, [0]) for o in outs] if unbatched else outs
     if op_type == "MaxPool":
-        g.unsupported(node, f"adaptive max pooling of size {spatial} to {size} has uneven windows; ONNX can "
-                            "express it only when each input size is a multiple of the output size")
+        if len(node.output_shapes) == 2:
+            g.unsupported(node, f"adaptive max pooling of size {spatial} to {size} with return_indices has uneven "
+                                "windows; ONNX can give indices only when each input size is a multiple of the "
+                                "output size")
+        for axis, n, m in zip(range(-nd, 0), spatial, size):  # the maximum over each window's taps, axis by axis
+            taps = [g.op("Gather", x, _ints(g, list(t)), axis=axis) for t in AdaptiveWindows(n, m).taps]
+            x = taps[0] if len(taps) == 1 else g.op("Max", *taps)
+        return [x]
     # uneven windows: averaging is linear along each dimension, a product with a constant matrix
     dtype = _np(node.input_dtypes[0])
     if nd == 2:  # rows first: [outH, H] @ [..., H, W]
