@@ -278,9 +278,21 @@ class _StatefulLSTM(nn.Module):
         return out, h, c
 
 
-def test_lstm_projection_is_not_expressible(tmp_path):
-    with pytest.raises(ember.onnx.UnsupportedExportError, match="proj_size"):
-        export_and_run(tmp_path, nn.LSTM(4, 5, proj_size=3), [randn(6, 2, 4)])
+@pytest.mark.parametrize("kwargs", [dict(), dict(num_layers=2, bidirectional=True, batch_first=True)])
+def test_lstm_with_projection_is_a_scan_over_the_cell(tmp_path, kwargs):
+    lstm = nn.LSTM(4, 5, proj_size=3, **kwargs)
+    assert_exports(tmp_path, lstm, randn(6, 2, 4), uses="Scan")
+    batch_axis = 0 if kwargs else 1
+    other = (7, 2, 4) if kwargs else (6, 7, 4)
+    diffs = ember.onnx.verify(lstm.eval(), (randn(6, 2, 4),), input_names=["x"],
+                              dynamic_axes={"x": {batch_axis: "batch"}}, other_args=[(randn(*other),)])
+    assert max(diffs) <= 1e-5
+
+
+def test_lstm_with_projection_and_given_states(tmp_path):
+    model = Fn(lambda m, x, h, c: m.lstm(x, (h, c)))
+    model.lstm = nn.LSTM(4, 5, proj_size=3)
+    assert_exports(tmp_path, model, randn(6, 2, 4), randn(1, 2, 3), randn(1, 2, 5), uses="Scan")
 
 
 # -- a dynamic batch axis -------------------------------------------------------------------------------------
