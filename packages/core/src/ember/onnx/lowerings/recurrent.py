@@ -10,7 +10,9 @@ constant permutation matrix that reorders PyTorch's gate blocks into ONNX's
 product with a permutation matrix is exact, so the node computes what ember's
 op computes; the recurrent weights ``R`` are ``W_hh`` with its rows reordered
 the same way, and GRU's ``b_hh`` (which PyTorch applies inside ``r * (.)``,
-ONNX's ``linear_before_reset=1``) goes to the recurrent half of ``B``.
+ONNX's ``linear_before_reset=1``) goes to the recurrent half of ``B``. An LSTM
+with ``proj_size`` (a projection ONNX's LSTM lacks) becomes a ``Scan`` over
+PyTorch's cell.
 """
 from __future__ import annotations
 
