@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ..._dtype import numpy_dtype
-from ...ops._pool_windows import AdaptiveWindows, pooled_size
+from ...ops._pool_windows import AdaptiveWindows, pool_windows, pooled_size
 from .._graph import onnx_dtype
 
 
@@ -147,9 +147,19 @@ def max_pool(g, node):
 
 
 def avg_pool(g, node):
-    if node.attrs.get("divisor_override"):
-        g.unsupported(node, "avg_pool with divisor_override has no ONNX AveragePool equivalent")
-    return _pool(g, node, "AveragePool", count_include_pad=int(node.attrs["count_include_pad"]))
+    """``AveragePool``; with ``divisor_override`` the window average (padding counted) is rescaled by each
+    window's size over the override, a constant per output position."""
+    override = node.attrs.get("divisor_override")
+    if not override:
+        return _pool(g, node, "AveragePool", count_include_pad=int(node.attrs["count_include_pad"]))
+    a = node.attrs
+    windows = pool_windows(node.input_shapes[0], a["kernel_size"], a["stride"], a["padding"],
+                           (1,) * len(a["kernel_size"]), a["ceil_mode"])
+    sizes = np.ones(())
+    for w in windows:
+        sizes = np.multiply.outer(sizes, np.asarray(w.counts(True), dtype=np.float64))
+    factor = g.const((sizes / override).astype(_np(node.input_dtypes[0])))
+    return [g.op("Mul", _pool(g, node, "AveragePool", count_include_pad=1)[0], factor)]
 
 
 def _averaging_matrix(n, out):
