@@ -2,6 +2,7 @@
 reader expects, and onnxruntime gives ember's output (float32, within 1e-5), over the layer's options."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import ember
 import ember.nn.functional as F
@@ -125,6 +126,38 @@ def test_avg_pool(tmp_path, kwargs, ceil_mode, count_include_pad):
                                     dict(kernel_size=(2, 3), stride=1, padding=(1, 0), count_include_pad=False)])
 def test_avg_pool_divisor_override(tmp_path, kwargs):
     assert_exports(tmp_path, nn.AvgPool2d(divisor_override=3, **kwargs), randn(2, 3, 7, 8), uses="AveragePool")
+
+
+@st.composite
+def pool_configs(draw):
+    """A valid 1-D pooling configuration: (length, kernel, stride, padding, dilation, ceil_mode)."""
+    k = draw(st.integers(1, 4))
+    d = draw(st.integers(1, 3))
+    p = draw(st.integers(0, k // 2))
+    s = draw(st.integers(1, 4))
+    n = draw(st.integers(max(d * (k - 1) + 1 - 2 * p, 1), 12))
+    return n, k, s, p, d, draw(st.booleans())
+
+
+@settings(max_examples=25, deadline=None)
+@given(pool_configs(), st.booleans())
+def test_pool_windows_match_onnxruntime(tmp_path_factory, config, count_include_pad):
+    n, k, s, p, d, ceil = config
+    x = randn(2, 3, n)
+    assert_exports(tmp_path_factory.mktemp("max"), nn.MaxPool1d(k, s, p, d, ceil_mode=ceil), x)
+    if d == 1:
+        avg = nn.AvgPool1d(k, s, p, ceil_mode=ceil, count_include_pad=count_include_pad)
+        assert_exports(tmp_path_factory.mktemp("avg"), avg, x)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 9), st.integers(1, 9), st.sampled_from(["nearest", "nearest-exact", "linear"]),
+       st.sampled_from([None, True, False]), st.booleans())
+def test_resampling_sizes_match_onnxruntime(tmp_path_factory, n, out, mode, align, by_scale):
+    align = align if mode == "linear" else None
+    how = dict(scale_factor=out / n) if by_scale else dict(size=out)
+    assert_exports(tmp_path_factory.mktemp("resize"), nn.Upsample(mode=mode, align_corners=align, **how),
+                   randn(1, 2, n))
 
 
 def test_ceil_mode_window_starting_in_the_padding_is_dropped(tmp_path):
