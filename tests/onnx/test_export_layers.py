@@ -346,3 +346,9 @@ def test_dynamic_batch(layer, shape):
     diffs = ember.onnx.verify(layer.eval(), (randn(*shape),), input_names=["x"],
                               dynamic_axes={"x": {batch_axis: "batch"}}, other_args=[(randn(*other),)])
     assert max(diffs) <= 1e-5
+
+
+def test_max_pool_window_of_padding_only_is_minus_infinity(tmp_path):
+    # length 1, kernel 2, dilation 2, padding 1: the first window's taps are at -1 and 1, both padding
+    proto = assert_exports(tmp_path, nn.MaxPool1d(2, 1, 1, dilation=2), randn(2, 3, 1))
+    assert "Where" in {n.op_type for n in proto.graph.node}

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ..._dtype import numpy_dtype
-from ...ops._pool_windows import AdaptiveWindows, pool_windows, pooled_size
+from ...ops._pool_windows import AdaptiveWindows, Windows, pool_windows, pooled_size
 from .._graph import onnx_dtype
 
 
@@ -139,7 +139,23 @@ def _pool(g, node, op_type, **extra):
         outs = [g.op("Slice", o, _ints(g, [0] * nd), _ints(g, sizes), _ints(g, axes)) for o in outs]
     if with_indices:  # ONNX counts over the whole tensor, PyTorch within each (flattened) plane
         outs[1] = g.op("Mod", outs[1], _ints(g, math.prod(shape[-nd:])))
+    if op_type == "MaxPool":
+        outs[0] = _padding_only_windows(g, node, outs[0], shape[-nd:], k, s, p, d, ceil)
     return [_squeeze(g, o, [0]) for o in outs] if unbatched else outs
+
+
+def _padding_only_windows(g, node, y, spatial, k, s, p, d, ceil):
+    """``y`` with ``-inf`` (PyTorch's maximum of nothing but padding) where a dilated window reads no input;
+    onnxruntime gives the lowest finite value there."""
+    empty = np.zeros(())
+    for win in (Windows(n, *w, ceil) for n, w in zip(spatial, zip(k, s, p, d))):
+        reads = np.any([win.valid(j) for j in range(win.k)], axis=0)
+        empty = np.logical_or.outer(empty, ~reads)
+    if not empty.any():
+        return y
+    dtype = _np(node.input_dtypes[0])
+    lowest = -np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).min
+    return g.op("Where", g.const(empty), g.const(np.asarray(lowest, dtype=dtype)), y)
 
 
 def max_pool(g, node):
@@ -395,7 +411,8 @@ def _resize_form(maps, mode, align_corners, scale_factors):
             for a, want, sf in zip(axes, ember, scales):
                 n, out = by_axis[a].size, by_axis[a].out
                 scale = f32(sf) if use_scales else f32(out) / f32(n)
-                if use_scales and int(f32(sf) * f32(n)) != out:
+                if use_scales and not math.floor(float(f32(sf)) * n) == int(f32(sf) * f32(n)) == out:
+                    # the output size that shape inference (double) and onnxruntime (float) derive must be ember's
                     ok = False
                     break
                 got = _resize_matrix(n, out, scale, transform, nearest_mode)
