@@ -281,3 +281,99 @@ def test_bad_args_type_is_an_error():
 def test_model_returning_a_non_tensor_is_an_error():
     with pytest.raises(ember.onnx.UnsupportedExportError, match="returned a dict"):
         _export(lambda x: {"y": x}, ember.ones(2))
+
+
+def test_filled_tensor_made_with_a_dynamic_size_is_rebuilt_in_the_graph():
+    def fn(x):
+        pad = ember.full((x.shape[0], 2), 7.0)  # follows the batch: Expand of 7 to [batch, 2]
+        return ember.cat([x, pad], dim=1)
+    proto = _export(fn, ember.zeros(2, 3), input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+    for n in (1, 4):
+        out, = _run(proto, np.ones((n, 3), np.float32))
+        np.testing.assert_array_equal(out, np.concatenate([np.ones((n, 3)), np.full((n, 2), 7.0)], axis=1))
+
+
+def test_unfilled_tensor_made_with_a_dynamic_size_is_an_error():
+    def fn(x):
+        return x + ember.arange(x.shape[0], dtype=ember.float32)
+    with pytest.raises(ember.onnx.UnsupportedExportError, match="created during forward.*dynamic axis"):
+        _export(fn, ember.zeros(3), input_names=["x"], dynamic_axes={"x": [0]})
+
+
+def test_lstm_initial_state_follows_the_dynamic_batch():
+    ember.manual_seed(0)
+    lstm = nn.LSTM(3, 4, batch_first=True).eval()
+    diffs = ember.onnx.verify(lambda x: lstm(x)[0], ember.randn(2, 5, 3), input_names=["x"],
+                              dynamic_axes={"x": {0: "batch", 1: "seq"}}, other_args=[ember.randn(4, 3, 3)])
+    assert max(diffs) < 1e-5
+
+
+def test_transformer_encoder_layer_with_dynamic_batch_and_sequence():
+    ember.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True).eval()
+    diffs = ember.onnx.verify(layer, ember.randn(2, 5, 8), input_names=["src"],
+                              dynamic_axes={"src": {0: "batch", 1: "seq"}}, other_args=[ember.randn(3, 7, 8)])
+    assert max(diffs) < 1e-5
+
+
+def test_index_made_by_the_model_is_a_graph_value_not_a_constant():
+    def fn(x):
+        best = x.argmax(1, keepdim=True)  # computed from the input: must not be baked
+        return x.gather(1, best), x.index_select(1, best.view(-1))
+    x = ember.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]])
+    proto = _export(fn, x)
+    other = np.array([[0.0, 1.0, 9.0], [2.0, 8.0, 1.0]], np.float32)
+    picked, selected = _run(proto, other)
+    np.testing.assert_array_equal(picked, [[9.0], [8.0]])
+    np.testing.assert_array_equal(selected, other[:, [2, 1]])
+
+
+class Doubled(ember.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+def test_user_autograd_function_exports_the_ops_its_forward_runs():
+    proto = _export(lambda x: Doubled.apply(x).exp(), ember.ones(2))
+    assert [n.op_type for n in proto.graph.node] == ["Mul", "Exp"]
+
+
+def test_indices_from_the_end_stay_relative_on_dynamic_axes():
+    def fn(x):
+        return x[:, 1:-1], x[:, -2], x[..., :2], x[:, :-2:2], x[-1]
+    x = ember.randn(2, 5, 3)
+    diffs = ember.onnx.verify(fn, x, input_names=["x"], dynamic_axes={"x": {0: "batch", 1: "seq"}},
+                              other_args=[ember.randn(3, 7, 3), ember.randn(1, 4, 3)])
+    assert diffs == [0.0] * 5
+
+
+def test_last_step_of_a_recurrent_model_with_dynamic_sequence():
+    ember.manual_seed(0)
+    embed, gru = nn.Embedding(10, 6), nn.GRU(6, 5, batch_first=True)
+    diffs = ember.onnx.verify(lambda x: gru(embed(x))[0][:, -1], ember.tensor([[1, 2, 3], [4, 5, 6]]),
+                              input_names=["x"], dynamic_axes={"x": {0: "batch", 1: "seq"}},
+                              other_args=[ember.tensor([[1, 2], [3, 4], [5, 6]])])
+    assert max(diffs) < 1e-5
+
+
+class _ClassToken(nn.Module):
+    """A learned token expanded to the batch size (read from ``x.shape``), as in vision transformers."""
+
+    def __init__(self):
+        super().__init__()
+        self.token = nn.Parameter(ember.randn(1, 1, 4))
+
+    def forward(self, x):
+        return ember.cat([self.token.expand(x.shape[0], -1, -1), x], dim=1)
+
+
+def test_expand_to_a_dynamic_size_the_input_lacks():
+    ember.manual_seed(0)
+    diffs = ember.onnx.verify(_ClassToken().eval(), ember.randn(2, 3, 4), input_names=["x"],
+                              dynamic_axes={"x": {0: "batch", 1: "seq"}}, other_args=[ember.randn(5, 2, 4)])
+    assert diffs == [0.0]

@@ -126,6 +126,12 @@ CASES = [
     ("le_scalar", lambda a: a <= 0.2, (X,), "LessOrEqual"),
     ("eq", lambda a: a.floor() == 0, (X,), "Equal"),
     ("ne", lambda a: a.floor() != 0, (X,), "Not"),
+    ("logical_and", lambda a, b: ember.logical_and(a > 0, b), (X, U), "And"),
+    ("logical_or", lambda a, b: ember.logical_or(a, b > 0), (X, U), "Or"),
+    ("logical_not", lambda a: ember.logical_not(a.floor()), (X,), "Not"),
+    ("invert_bool", lambda a: ~(a > 0), (X,), "Not"),
+    ("all_dim", lambda a: (a > -1).all(1), (X,), "ReduceMin"),
+    ("any_all", lambda a: (a > 1).any(), (X,), "ReduceMax"),
     ("where", lambda a, b: ember.where(a > 0, a, b), (X, U), "Where"),
     ("where_scalar", lambda a: ember.where(a > 0, a, 0.0), (X,), "Where"),
     ("masked_fill", lambda a: a.masked_fill(a < 0, -1e9), (X,), "Where"),
@@ -155,3 +161,20 @@ def test_scalar_constants_take_the_op_dtype():
 def test_integer_arithmetic():
     x = ember.tensor([[1, 2, 3]])
     assert ember.onnx.verify(lambda a: a * 2 + a.sum(), x) == [0.0]
+
+
+@pytest.mark.parametrize("fn, op_type", [(lambda a: ~(a * 4).to(ember.int32), "BitwiseNot"),
+                                         (lambda a: (a * 4).to(ember.int64) & 6, "BitwiseAnd"),
+                                         (lambda a: (a * 4).to(ember.int64) | 1, "BitwiseOr")])
+def test_bitwise_ops_need_opset_18(fn, op_type):
+    with pytest.raises(ember.onnx.UnsupportedExportError, match=f"ONNX has {op_type} from opset 18"):
+        ember.onnx.build_model(fn, X)
+    assert ember.onnx.verify(fn, X, opset_version=18) == [0.0]
+
+
+@pytest.mark.parametrize("opset", [18, 20])
+@pytest.mark.parametrize("fn", [lambda a: a.mean(-1), lambda a: a.amax((0, 2)), lambda a: a.sum(1, keepdim=True),
+                                lambda a: a.logsumexp(1), lambda a: a.max(1)[0], lambda a: (a > 0).all(2)],
+                         ids=["mean", "amax", "sum", "logsumexp", "max_dim", "all"])
+def test_reductions_take_axes_as_an_input_from_opset_18(fn, opset):
+    assert max(ember.onnx.verify(fn, X, opset_version=opset)) <= 1e-5

@@ -38,6 +38,7 @@ def export(model, args, f, input_names=None, output_names=None, dynamic_axes=Non
     ``{name: [axes]}``, names from ``input_names``/``output_names``) leaves
     those axes free in the graph. Python control flow, including any that reads
     ``tensor.shape``, is recorded as it ran for ``args`` (as PyTorch's tracer does).
+    Ops that other threads run during the export are recorded too: export from one thread at a time.
 
     >>> import io, ember, onnx
     >>> buf = io.BytesIO()
@@ -111,7 +112,6 @@ class _Exporter:
         self.values: dict = {}    # id(tensor) -> value name
         self.dyn: dict = {}       # value name -> {axis: label or None}
         self.consts: set = set()  # ids of tensors that are constants (folded or created during forward)
-        self.keep: list = []      # tensors whose ids are keys above
         self._param_inputs: list = []  # parameters as graph inputs (export_params=False)
         self._renamed: set = set()     # values renamed to an output name
         self._grown: list = []         # the tensor args of the second trace
@@ -189,7 +189,7 @@ class _Exporter:
     # -- values -----------------------------------------------------------------------------------------------
     def _bind(self, t, name):
         self.values[id(t)] = name
-        self.keep.append(t)
+        self.g.arrays[id(t._data)] = name
 
     def _resolve(self, t: Tensor) -> str:
         entry = self.values.get(id(t))
@@ -209,6 +209,26 @@ class _Exporter:
         self._bind(t, name)
         return name
 
+    def _dynamic_const(self, t, alt, op_name) -> str:
+        """A tensor made during forward whose size follows a dynamic axis (``zeros(batch, n)``): a filled one
+        becomes ``Expand`` of its value to a shape computed from the inputs' sizes."""
+        if id(t) in self.values:
+            return self.values[id(t)]
+        data = _array(t)
+        first = data.reshape(-1)[:1]
+        if data.size == 0 or not np.array_equal(data, np.broadcast_to(first, data.shape), equal_nan=True):
+            raise UnsupportedExportError(
+                f"ember.onnx.export: op {op_name!r} uses a tensor created during forward whose size follows a "
+                f"dynamic axis ({list(t.shape)}, then {list(alt.shape)}) and whose values are not all equal; "
+                "ember cannot rebuild it in the graph (export without dynamic_axes, or pass it as an input)")
+        dims = [self.g.const(np.asarray([s], np.int64)) if s == sa else self.g.symbolic_size(s, sa)
+                for s, sa in zip(t.shape, alt.shape)]
+        shape = dims[0] if len(dims) == 1 else self.g.op("Concat", *dims, axis=0)
+        name = self.g.op("Expand", self.g.const(first.reshape(())), shape)
+        self._bind(t, name)
+        self.dyn[name] = {a: None for a, (s, sa) in enumerate(zip(t.shape, alt.shape)) if s != sa}
+        return name
+
     def _is_const(self, t) -> bool:
         return id(t) in self.consts or (id(t) not in self.values and id(t) not in self.params)
 
@@ -216,9 +236,7 @@ class _Exporter:
     def _lower(self, rec, lower, out_dyn, rec_b):
         tensors = [x for x in rec.inputs if isinstance(x, Tensor)]
         if self.fold and tensors and all(self._is_const(x) for x in tensors):
-            for o in rec.outputs:
-                self.consts.add(id(o))
-                self.keep.append(o)
+            self.consts.update(id(o) for o in rec.outputs)
             return
         name = type(rec.op).name_ if rec.op is not None else "?"
         fn = lower.get(name)
@@ -230,7 +248,11 @@ class _Exporter:
         in_names, dynamic = [], set()
         for i, x in enumerate(rec.inputs):
             if isinstance(x, Tensor):
-                n = self._resolve(x)
+                alt = rec_b.inputs[i] if rec_b is not None else None
+                if isinstance(alt, Tensor) and alt.shape != x.shape and self._is_const(x):
+                    n = self._dynamic_const(x, alt, name)
+                else:
+                    n = self._resolve(x)
                 in_names.append(n)
                 dynamic.update((i, a) for a in self.dyn.get(n, {}))
             elif x is None:
@@ -248,7 +270,8 @@ class _Exporter:
                     output_dynamic={(j, a) for j, axes in (out_dyn or {}).items() for a in axes},
                     input_shapes_alt=None if rec_b is None else [
                         tuple(x.shape) if isinstance(x, Tensor) else None for x in rec_b.inputs],
-                    output_shapes_alt=None if rec_b is None else [tuple(o.shape) for o in rec_b.outputs])
+                    output_shapes_alt=None if rec_b is None else [tuple(o.shape) for o in rec_b.outputs],
+                    attrs_alt=None if rec_b is None else rec_b.attrs)
         outs = fn(self.g, node)
         if isinstance(outs, str):
             outs = [outs]
