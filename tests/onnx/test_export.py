@@ -377,3 +377,14 @@ def test_expand_to_a_dynamic_size_the_input_lacks():
     diffs = ember.onnx.verify(_ClassToken().eval(), ember.randn(2, 3, 4), input_names=["x"],
                               dynamic_axes={"x": {0: "batch", 1: "seq"}}, other_args=[ember.randn(5, 2, 4)])
     assert diffs == [0.0]
+
+
+def test_inplace_arithmetic_is_followed():
+    def fn(x):
+        y = x * 2
+        y += x      # a residual connection written in place
+        y *= 0.5
+        return y.relu()
+    assert ember.onnx.verify(fn, ember.randn(2, 3)) == [0.0]
+    from ember.ops import inplace
+    assert inplace._arith_inplace.__name__ == "_arith_inplace"  # the fast path is back after the trace
