@@ -1,0 +1,134 @@
+"""Tracing: run a model once and record every op call (``Op.apply``) it makes.
+
+While a :class:`Trace` is active, ``Op.apply`` hands each call to :meth:`Trace.run`,
+which runs the op as usual and records the op's ctx (the instance that ran),
+its positional inputs (tensors, Python scalars or None), its keyword
+attributes and its outputs. Python control flow, including any that reads
+``tensor.shape``, runs once and is baked into the record (as in PyTorch's
+tracer); export traces twice when there are dynamic axes, to learn which
+output axes follow them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._tensor import Tensor
+from ..autograd import function as _function
+from ..autograd.grad_mode import no_grad
+from ..ops import inplace as _inplace
+from .errors import UnsupportedExportError
+
+
+@dataclass
+class Record:
+    """One op call: the Op ctx, its positional inputs, keyword attributes and output tensors.
+
+    An input tensor that an earlier in-place op changed is recorded as the op
+    output whose value was copied into it (so the graph reads the new value).
+    """
+
+    op: object
+    inputs: tuple
+    attrs: dict
+    outputs: tuple
+
+
+class Trace:
+    """Records the op calls made while it is active (use as a context manager around the model call)."""
+
+    def __init__(self, args=()):
+        self.records: list[Record] = []
+        self._ctxs: list = []
+        self._seen: dict = {}    # id(tensor) -> (version, tensor, number of records when seen)
+        self._alias: dict = {}   # id(tensor changed in place) -> the op output holding its value
+        for a in args:
+            self._see(a)
+
+    def __enter__(self):
+        if _function.TRACE is not None:
+            raise RuntimeError("ember.onnx: an export trace is already running (exports cannot nest)")
+        _function.TRACE = self
+        # in-place arithmetic (``x += y``) has a fast path straight on the arrays, which no op records; while
+        # tracing it is off, so the general path runs the op through Op.apply
+        self._fast_inplace = _inplace._arith_inplace
+        _inplace._arith_inplace = _no_fast_path
+        return self
+
+    def __exit__(self, *exc):
+        _function.TRACE = None
+        _function.new_ctx = object.__new__
+        _inplace._arith_inplace = self._fast_inplace
+
+    def _new_ctx(self, cls):
+        ctx = object.__new__(cls)
+        self._ctxs.append(ctx)
+        return ctx
+
+    def _see(self, t):
+        if isinstance(t, Tensor):
+            self._seen[id(t)] = (t._vc[0], t, len(self.records))
+
+    def current(self, t):
+        """The tensor whose recorded value ``t`` holds now (``t`` itself unless it was changed in place)."""
+        if not isinstance(t, Tensor):
+            return t
+        seen = self._seen.get(id(t))
+        if seen is None or seen[0] == t._vc[0]:
+            return self._alias.get(id(t), t)
+        data = t.detach().cpu().numpy()
+        for rec in reversed(self.records[seen[2]:]):
+            for o in rec.outputs:
+                if o is not t and o.shape == t.shape and o.dtype == t.dtype and \
+                        np.array_equal(o.detach().cpu().numpy(), data, equal_nan=True):
+                    self._alias[id(t)] = o
+                    self._seen[id(t)] = (t._vc[0], t, len(self.records))
+                    return o
+        raise UnsupportedExportError("ember.onnx.export: a tensor was modified in place in a way the trace cannot "
+                                     "follow (e.g. assignment into a slice); write the model without it")
+
+    def run(self, cls, inputs, attrs):
+        """Run ``cls.apply(*inputs, **attrs)`` untraced and record it."""
+        recorded = tuple(self.current(x) for x in inputs)
+        for x in inputs:
+            if isinstance(x, Tensor) and id(x) not in self._seen:
+                self._see(x)
+        _function.TRACE = None
+        _function.new_ctx = self._new_ctx
+        start = len(self._ctxs)
+        try:
+            out = cls.apply(*inputs, **attrs)
+        finally:
+            _function.TRACE = self
+            _function.new_ctx = object.__new__
+        outputs = out if isinstance(out, tuple) else (out,)
+        ctx = self._ctxs[start] if len(self._ctxs) > start else None
+        del self._ctxs[start:]
+        self.records.append(Record(ctx, recorded, dict(attrs), outputs))
+        for o in outputs:
+            self._see(o)
+            self._alias.pop(id(o), None)
+        return out
+
+
+def _no_fast_path(*args, **kwargs) -> bool:
+    return False
+
+
+def flatten_outputs(out) -> list:
+    """The tensors of a model's output: a tensor, or (nested) tuples/lists of tensors."""
+    if isinstance(out, Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in flatten_outputs(o)]
+    raise UnsupportedExportError(f"ember.onnx.export: the model returned a {type(out).__name__}; "
+                                 "expected a tensor or a tuple/list of tensors")
+
+
+def trace(model, args: tuple) -> tuple[Trace, list]:
+    """Run ``model(*args)`` without gradients under a trace; the trace and the output tensors."""
+    with no_grad(), Trace(args) as tr:
+        out = model(*args)
+        outputs = [tr.current(t) for t in flatten_outputs(out)]
+    return tr, outputs
