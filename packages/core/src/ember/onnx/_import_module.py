@@ -1,0 +1,141 @@
+"""``OnnxModule``: an ONNX graph as an ``ember.nn.Module`` (needs ember-nn; imported only by ``ember.onnx.load``)."""
+from __future__ import annotations
+
+import numpy as np
+
+import ember
+from ember import nn
+
+from . import _import_nn_ops, _import_ops, _import_rnn  # noqa: F401  (register the op handlers)
+from ._import import OnnxImportError, UnsupportedImportError
+from ._import_node import ImportNode, from_numpy
+
+# input slots that hold statistics or constants, never trained: a float initializer used only there is a buffer
+_STATE_SLOTS = {("BatchNormalization", 3), ("BatchNormalization", 4), ("Resize", 1), ("Resize", 2),
+                ("Clip", 1), ("Clip", 2), ("Pad", 2)}
+
+
+def _default_opset(model) -> int:
+    for entry in model.opset_import:
+        if entry.domain in ("", "ai.onnx"):
+            return entry.version
+    raise OnnxImportError("the ONNX model imports no version of the default opset")
+
+
+def _trainable(name, array, graph) -> bool:
+    """Float initializers are parameters, unless every use is a statistics/constant slot."""
+    if array.dtype.kind != "f" and array.dtype.name != "bfloat16":
+        return False
+    uses = [(node.op_type, i) for node in graph.node for i, used in enumerate(node.input) if used == name]
+    return not uses or any(use not in _STATE_SLOTS for use in uses)
+
+
+class OnnxModule(nn.Module):
+    """An imported ONNX graph, run with ember ops: ``forward(*inputs)`` takes the graph inputs in order.
+
+    ``input_names`` and ``output_names`` list the graph's inputs and outputs;
+    ``initializer_keys`` maps each ONNX initializer name to its ``state_dict()`` key.
+    """
+
+    def __init__(self, model):
+        super().__init__()
+        from onnx import numpy_helper
+        graph = model.graph
+        opset = _default_opset(model)
+        initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+        self.input_names = [v.name for v in graph.input if v.name not in initializers]
+        self.output_names = [v.name for v in graph.output]
+        self.initializer_keys = {}
+        for name, array in initializers.items():
+            value = from_numpy(array)
+            if _trainable(name, array, graph):
+                value = nn.Parameter(value)
+            self.initializer_keys[name] = self._place(name, value)
+        self._constants = {}
+        self._nodes = []
+        for proto in graph.node:
+            if proto.op_type == "Constant" and proto.domain in ("", "ai.onnx"):
+                self._constants[proto.output[0]] = self._constant_value(proto)
+            else:
+                self._nodes.append(ImportNode(proto, opset))
+
+    @staticmethod
+    def _constant_value(proto):
+        from onnx import helper, numpy_helper
+        (attribute,) = proto.attribute
+        value = helper.get_attribute_value(attribute)
+        if attribute.name == "value":
+            return numpy_helper.to_array(value)
+        if attribute.name in ("value_float", "value_floats"):
+            return np.array(value, dtype=np.float32)
+        if attribute.name in ("value_int", "value_ints"):
+            return np.array(value, dtype=np.int64)
+        raise UnsupportedImportError(f"Constant node '{proto.name}': the attribute {attribute.name} is not "
+                                     "supported by ember.onnx.load")
+
+    def _place(self, name: str, value) -> str:
+        """Register ``value`` under the dotted path ``name`` (child modules for the prefixes) or, where that
+        is not a valid path, under ``name`` with ``.`` replaced by ``_``; returns the ``state_dict`` key."""
+        parts = name.split(".")
+        owner = self
+        for part in parts[:-1]:
+            child = owner._modules.get(part) if part else None
+            if child is None and part and not hasattr(owner, part):
+                child = nn.Module()
+                owner.add_module(part, child)
+            if child is None:
+                return self._place_flat(name, value)
+            owner = child
+        if not parts[-1] or hasattr(owner, parts[-1]):
+            return self._place_flat(name, value)
+        self._register(owner, parts[-1], value)
+        return name
+
+    def _place_flat(self, name: str, value) -> str:
+        base = name.replace(".", "_") or "_"
+        key, count = base, 0
+        while hasattr(self, key):
+            count += 1
+            key = f"{base}_{count}"
+        self._register(self, key, value)
+        return key
+
+    @staticmethod
+    def _register(owner, name, value):
+        if isinstance(value, nn.Parameter):
+            owner.register_parameter(name, value)
+        else:
+            owner.register_buffer(name, value)
+
+    def _initializer_values(self):
+        found = dict(self.named_parameters())
+        found.update(self.named_buffers())
+        return {name: found[key] for name, key in self.initializer_keys.items()}
+
+    def forward(self, *inputs):
+        if len(inputs) != len(self.input_names):
+            raise TypeError(f"the ONNX graph takes {len(self.input_names)} input(s) {self.input_names}, "
+                            f"got {len(inputs)}")
+        inputs = [x if isinstance(x, ember.Tensor) else ember.as_tensor(x) for x in inputs]
+        device = inputs[0].device if inputs else None
+        env = self._initializer_values()
+        env.update({name: from_numpy(array, device) for name, array in self._constants.items()})
+        env.update(zip(self.input_names, inputs))
+        for node in self._nodes:
+            try:
+                args = [env[name] if name else None for name in node.inputs]
+            except KeyError as error:
+                raise OnnxImportError(f"{node}: its input {error.args[0]!r} is produced by no earlier node, "
+                                      "initializer or graph input") from None
+            while args and args[-1] is None:
+                args.pop()
+            try:
+                results = node.run(args)
+            except Exception as error:
+                error.add_note(f"while running {node} of the imported ONNX graph")
+                raise
+            for name, value in zip(node.outputs, results):
+                if name:
+                    env[name] = value
+        outputs = tuple(env[name] for name in self.output_names)
+        return outputs[0] if len(outputs) == 1 else outputs

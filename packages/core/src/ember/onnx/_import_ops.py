@@ -1,0 +1,275 @@
+"""ONNX tensor and math ops (opset 13-17 semantics, older attribute forms where cheap) as ember ops."""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+import ember
+import ember.nn.functional as F
+
+from ._import_node import axis_list, ember_dtype, from_numpy, handles, ints, normalize_axis
+
+
+# -- elementwise ---------------------------------------------------------------------------------------------
+_UNARY = {
+    "Neg": ember.neg, "Abs": ember.abs, "Exp": ember.exp, "Log": ember.log, "Sqrt": ember.sqrt,
+    "Erf": ember.erf, "Tanh": ember.tanh, "Sigmoid": ember.sigmoid, "Relu": ember.relu,
+    "Reciprocal": ember.reciprocal, "Floor": ember.floor, "Ceil": ember.ceil, "Sin": ember.sin, "Cos": ember.cos,
+    "Identity": lambda x: x, "Not": ember.logical_not,
+}
+_BINARY = {
+    "Add": ember.add, "Sub": ember.sub, "Mul": ember.mul, "MatMul": ember.matmul,
+    "Equal": ember.eq, "Less": ember.lt, "Greater": ember.gt, "LessOrEqual": ember.le,
+    "GreaterOrEqual": ember.ge, "And": ember.logical_and, "Or": ember.logical_or, "Xor": ember.logical_xor,
+}
+
+
+@handles(*_UNARY)
+def _unary(node, x):
+    return _UNARY[node.op_type](x)
+
+
+@handles(*_BINARY)
+def _binary(node, a, b):
+    return _BINARY[node.op_type](a, b)
+
+
+@handles("Div")
+def _div(node, a, b):
+    if a.is_floating_point():
+        return ember.div(a, b)
+    return ember.div(a, b, rounding_mode="trunc")  # ONNX integer division truncates
+
+
+@handles("Pow")
+def _pow(node, base, exponent):
+    return ember.pow(base, exponent).to(base.dtype)
+
+
+@handles("Max", "Min", "Sum", "Mean")
+def _variadic(node, *xs):
+    combine = {"Max": ember.maximum, "Min": ember.minimum, "Sum": ember.add, "Mean": ember.add}[node.op_type]
+    result = functools.reduce(combine, xs)
+    return result / len(xs) if node.op_type == "Mean" else result
+
+
+@handles("Where")
+def _where(node, condition, x, y):
+    return ember.where(condition, x, y)
+
+
+@handles("Clip")
+def _clip(node, x, low=None, high=None):
+    low = node.attr("min") if low is None else low.item()
+    high = node.attr("max") if high is None else high.item()
+    return ember.clamp(x, min=low, max=high)
+
+
+@handles("LeakyRelu")
+def _leaky_relu(node, x):
+    return F.leaky_relu(x, node.attr("alpha", 0.01))
+
+
+@handles("Elu")
+def _elu(node, x):
+    return F.elu(x, node.attr("alpha", 1.0))
+
+
+@handles("Softplus")
+def _softplus(node, x):
+    return F.softplus(x)
+
+
+@handles("Gelu")
+def _gelu(node, x):
+    return F.gelu(x, approximate=node.attr("approximate", "none"))
+
+
+@handles("Softmax", "LogSoftmax")
+def _softmax(node, x):
+    fn = F.softmax if node.op_type == "Softmax" else F.log_softmax
+    if node.opset >= 13:
+        return fn(x, dim=node.attr("axis", -1))
+    axis = normalize_axis(node.attr("axis", 1), x.ndim)  # before opset 13: over the flattened trailing axes
+    flat = x.reshape(math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))
+    return fn(flat, dim=1).reshape(x.shape)
+
+
+@handles("Gemm")
+def _gemm(node, a, b, c=None):
+    if node.attr("transA", 0):
+        a = a.t()
+    if node.attr("transB", 0):
+        b = b.t()
+    y = ember.matmul(a, b)
+    alpha, beta = node.attr("alpha", 1.0), node.attr("beta", 1.0)
+    if alpha != 1.0:
+        y = y * alpha
+    if c is not None:
+        y = y + (c if beta == 1.0 else c * beta)
+    return y
+
+
+@handles("Dropout")
+def _dropout(node, x, ratio=None, training_mode=None):
+    if training_mode is not None and bool(training_mode.item()):
+        raise node.unsupported("training_mode=True")
+    if node.wants_output(1):
+        return x, ember.ones(x.shape, dtype=ember.bool, device=x.device)
+    return x
+
+
+# -- shapes --------------------------------------------------------------------------------------------------
+@handles("Shape")
+def _shape(node, x):
+    start, end = node.attr("start", 0), node.attr("end")
+    return ember.tensor(list(x.shape)[start:end], dtype=ember.int64, device=x.device)
+
+
+@handles("Size")
+def _size(node, x):
+    return ember.tensor(x.numel(), dtype=ember.int64, device=x.device)
+
+
+@handles("Reshape")
+def _reshape(node, x, shape):
+    shape = ints(shape)
+    if not node.attr("allowzero", 0):
+        shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+    return ember.reshape(x, shape)
+
+
+@handles("Flatten")
+def _flatten(node, x):
+    axis = normalize_axis(node.attr("axis", 1), x.ndim)
+    return x.reshape(math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))
+
+
+@handles("Transpose")
+def _transpose(node, x):
+    perm = node.attr("perm") or list(range(x.ndim))[::-1]
+    return x.permute(*perm)
+
+
+@handles("Squeeze")
+def _squeeze(node, x, axes=None):
+    axes = axis_list(node, axes)
+    if axes is None:
+        axes = [i for i, d in enumerate(x.shape) if d == 1]
+    axes = {normalize_axis(a, x.ndim) for a in axes}
+    for a in axes:
+        if x.shape[a] != 1:
+            raise node.invalid(f"cannot squeeze axis {a} of size {x.shape[a]} (input shape {list(x.shape)})")
+    return x.reshape([d for i, d in enumerate(x.shape) if i not in axes])
+
+
+@handles("Unsqueeze")
+def _unsqueeze(node, x, axes=None):
+    rank = x.ndim + len(axis_list(node, axes))
+    axes = {normalize_axis(a, rank) for a in axis_list(node, axes)}
+    sizes = iter(x.shape)
+    return x.reshape([1 if i in axes else next(sizes) for i in range(rank)])
+
+
+@handles("Concat")
+def _concat(node, *xs):
+    return ember.cat(list(xs), dim=node.attr("axis"))
+
+
+@handles("Split")
+def _split(node, x, split=None):
+    axis = normalize_axis(node.attr("axis", 0), x.ndim)
+    sizes = ints(split) if split is not None else node.attr("split")
+    if not sizes:
+        count = node.attr("num_outputs", len(node.outputs))
+        chunk = -(-x.shape[axis] // count)
+        sizes = [min(chunk, x.shape[axis] - i * chunk) for i in range(count)]
+    return tuple(ember.split(x, list(sizes), dim=axis))
+
+
+@handles("Expand")
+def _expand(node, x, shape):
+    return x.expand(*np.broadcast_shapes(tuple(x.shape), tuple(ints(shape))))
+
+
+@handles("Slice")
+def _slice(node, x, starts=None, ends=None, axes=None, steps=None):
+    if starts is None:  # before opset 10 the ranges are attributes
+        starts, ends, axes = node.attr("starts"), node.attr("ends"), node.attr("axes")
+    else:
+        starts, ends, axes, steps = ints(starts), ints(ends), ints(axes), ints(steps)
+    axes = list(range(len(starts))) if axes is None else [normalize_axis(a, x.ndim) for a in axes]
+    steps = steps or [1] * len(starts)
+    index, flips = [slice(None)] * x.ndim, []
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        positions = range(*slice(start, end, step).indices(x.shape[axis]))
+        if step > 0:
+            index[axis] = slice(positions.start, positions.stop, step)
+        elif not positions:
+            index[axis] = slice(0, 0)
+        else:  # a negative step: the same positions in increasing order, then flipped
+            index[axis] = slice(positions[-1], positions[0] + 1, -step)
+            flips.append(axis)
+    result = x[tuple(index)]
+    return ember.flip(result, flips) if flips else result
+
+
+@handles("Gather")
+def _gather(node, data, indices):
+    axis = normalize_axis(node.attr("axis", 0), data.ndim)
+    size = data.shape[axis]
+    flat = indices.reshape(-1).to(ember.int64)
+    flat = ember.where(flat < 0, flat + size, flat)
+    picked = ember.index_select(data, axis, flat)
+    return picked.reshape(list(data.shape[:axis]) + list(indices.shape) + list(data.shape[axis + 1:]))
+
+
+@handles("Cast")
+def _cast(node, x):
+    return x.to(ember_dtype(node.attr("to")))
+
+
+@handles("ConstantOfShape")
+def _constant_of_shape(node, shape):
+    value = node.attr("value")
+    value = np.zeros(1, np.float32) if value is None else np.asarray(value).reshape(-1)
+    return ember.full(ints(shape), value[0].item(), dtype=from_numpy(value).dtype, device=shape.device)
+
+
+# -- reductions ----------------------------------------------------------------------------------------------
+_REDUCE = {"ReduceMean": ember.mean, "ReduceSum": ember.sum, "ReduceMax": ember.amax, "ReduceMin": ember.amin}
+
+
+@handles(*_REDUCE)
+def _reduce(node, x, axes=None):
+    axes = axis_list(node, axes)
+    if not axes:
+        if node.attr("noop_with_empty_axes", 0):
+            return x
+        axes = list(range(x.ndim))
+    return _REDUCE[node.op_type](x, dim=tuple(axes), keepdim=bool(node.attr("keepdims", 1)))
+
+
+# -- padding -------------------------------------------------------------------------------------------------
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "replicate", "wrap": "circular"}
+
+
+@handles("Pad")
+def _pad(node, x, pads=None, constant_value=None, axes=None):
+    pads = ints(pads) if pads is not None else list(node.attr("pads"))
+    mode = node.attr("mode", "constant")
+    if mode not in _PAD_MODES:
+        raise node.unsupported(f"mode '{mode}'")
+    axes = list(range(x.ndim)) if axes is None else [normalize_axis(a, x.ndim) for a in ints(axes)]
+    begin, end = dict(zip(axes, pads[:len(axes)])), dict(zip(axes, pads[len(axes):]))
+    first = min((a for a in axes if begin[a] or end[a]), default=x.ndim)
+    # F.pad lists (begin, end) pairs from the last axis backwards; axes before the first padded one are left out
+    flat = [p for a in range(x.ndim - 1, first - 1, -1) for p in (begin.get(a, 0), end.get(a, 0))]
+    if not flat:
+        return x
+    if mode != "constant":
+        return F.pad(x, flat, mode=_PAD_MODES[mode])
+    value = node.attr("value", 0.0) if constant_value is None else constant_value.item()
+    return F.pad(x, flat, value=value)

@@ -1,0 +1,266 @@
+"""ember.onnx.load: ONNX graphs built with onnx.helper run in ember as in onnxruntime, and train."""
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx.helper import make_node
+
+import ember
+from ember import nn
+from ember.onnx._import import OnnxImportError, UnsupportedImportError, load
+
+from .import_cases import CASES, F32, LAYOUT_CASES, RNN_CASES, rand
+
+
+def make_model(nodes, inputs, outputs, inits=None, opset=17, check=True):
+    """A checked model; ``inputs``/``outputs`` map names to (element type, shape or None)."""
+    graph = helper.make_graph(
+        nodes, "test",
+        [helper.make_tensor_value_info(name, *spec) for name, spec in inputs.items()],
+        [helper.make_tensor_value_info(name, *spec) for name, spec in outputs.items()],
+        [numpy_helper.from_array(array, name) for name, array in (inits or {}).items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    if check:
+        onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def case_model(case):
+    """The case's model, checked; output shapes (which the checker wants) come from onnxruntime's results."""
+    inputs = {name: (helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for name, a in case.inputs.items()}
+    unchecked = make_model(case.nodes, inputs, {name: (t, None) for name, t in case.outputs.items()}, case.inits,
+                           case.opset, check=False)
+    shapes = [r.shape for r in run_ort(unchecked, list(case.inputs.values()))]
+    outputs = {name: (t, shape) for (name, t), shape in zip(case.outputs.items(), shapes)}
+    return make_model(case.nodes, inputs, outputs, case.inits, case.opset)
+
+
+def run_ort(model, arrays):
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    return session.run(None, dict(zip(names, arrays)))
+
+
+def run_ember(module, arrays):
+    out = module(*[ember.from_numpy(a.copy()) for a in arrays])
+    return [t.detach().numpy() for t in (out if isinstance(out, tuple) else (out,))]
+
+
+def assert_same(got, expected):
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert g.shape == e.shape and g.dtype == e.dtype, (g.shape, g.dtype, e.shape, e.dtype)
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", CASES + RNN_CASES, ids=lambda c: c.id)
+def test_op_matches_onnxruntime(case):
+    model = case_model(case)
+    arrays = list(case.inputs.values())
+    assert_same(run_ember(load(model), arrays), run_ort(model, arrays))
+
+
+@pytest.mark.parametrize("batch_first, time_major", LAYOUT_CASES, ids=lambda c: c.id)
+def test_batch_first_rnn_matches_time_major_onnxruntime(batch_first, time_major):
+    """Same weights; inputs and states of the time-major twin are the batch-first ones transposed."""
+    time_major.inits = batch_first.inits
+    arrays = [a.swapaxes(0, 1) for a in batch_first.inputs.values()]
+    y, *states = run_ort(case_model(time_major), arrays)
+    expected = [y.transpose(2, 0, 1, 3)] + [s.swapaxes(0, 1) for s in states]
+    model = make_model(batch_first.nodes, {n: (F32, a.shape) for n, a in batch_first.inputs.items()},
+                       {n: (F32, e.shape) for n, e in zip(batch_first.outputs, expected)}, batch_first.inits)
+    assert_same(run_ember(load(model), list(batch_first.inputs.values())), expected)
+
+
+# -- whole models ---------------------------------------------------------------------------------------------
+def cnn_model():
+    """Conv-Relu-MaxPool-Flatten-Gemm with a dynamic batch axis, initializers named as PyTorch would."""
+    nodes = [make_node("Conv", ["x", "conv1.weight", "conv1.bias"], ["c"], pads=[1, 1, 1, 1]),
+             make_node("Relu", ["c"], ["r"]),
+             make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             make_node("Flatten", ["p"], ["f"]),
+             make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["y"], transB=1)]
+    rng = np.random.default_rng(2)
+    inits = {"conv1.weight": rng.uniform(-1, 1, (4, 1, 3, 3)), "conv1.bias": rng.uniform(-1, 1, 4),
+             "fc.weight": rng.uniform(-0.3, 0.3, (3, 4 * 3 * 3)), "fc.bias": rng.uniform(-1, 1, 3)}
+    inits = {name: array.astype(np.float32) for name, array in inits.items()}
+    return make_model(nodes, {"x": (F32, ["batch", 1, 6, 6])}, {"y": (F32, ["batch", 3])}, inits)
+
+
+def lstm_model():
+    """LSTM over a dynamic batch, last hidden state through a linear head."""
+    nodes = [make_node("LSTM", ["x", "W", "R", "B"], ["", "h"], hidden_size=4),
+             make_node("Squeeze", ["h", "zero"], ["hs"]),
+             make_node("Gemm", ["hs", "head.weight", "head.bias"], ["y"], transB=1)]
+    rng = np.random.default_rng(3)
+    inits = {name: rng.uniform(-1, 1, shape).astype(np.float32) for name, shape in
+             [("W", (1, 16, 3)), ("R", (1, 16, 4)), ("B", (1, 32)), ("head.weight", (2, 4)), ("head.bias", (2,))]}
+    inits["zero"] = np.array([0], np.int64)
+    return make_model(nodes, {"x": (F32, [5, "batch", 3])}, {"y": (F32, ["batch", 2])}, inits)
+
+
+@pytest.mark.parametrize("make, shape", [(cnn_model, (1, 6, 6)), (lstm_model, (5, 3))], ids=["cnn", "lstm"])
+def test_dynamic_batch_at_two_sizes(make, shape):
+    model = make()
+    module = load(model)
+    for batch in (1, 4):
+        x = np.random.default_rng(batch).standard_normal((batch, *shape) if make is cnn_model
+                                                         else (shape[0], batch, shape[1])).astype(np.float32)
+        assert_same(run_ember(module, [x]), run_ort(model, [x]))
+
+
+@pytest.mark.parametrize("make, lr", [(cnn_model, 0.02), (lstm_model, 0.3)], ids=["cnn", "lstm"])
+def test_fine_tuning_reduces_the_loss(make, lr):
+    ember.manual_seed(0)
+    module = load(make())
+    x = ember.randn(8, 1, 6, 6) if make is cnn_model else ember.randn(5, 8, 3)
+    target = ember.randn(8, module(x).shape[1])
+    optimizer = ember.optim.SGD(module.parameters(), lr=lr)
+    losses = []
+    for _ in range(10):
+        optimizer.zero_grad()
+        loss = nn.functional.mse_loss(module(x), target)
+        loss.backward()
+        losses.append(loss.item())
+        assert all(p.grad is not None and bool(ember.isfinite(p.grad).all()) for p in module.parameters())
+        optimizer.step()
+    assert losses[-1] < 0.7 * losses[0]
+
+
+def test_gradients_match_the_same_layers_written_in_ember():
+    module = load(cnn_model())
+    x = ember.from_numpy(rand(2, 1, 6, 6))
+    module(x).square().sum().backward()
+    params = {name: p.detach().clone().requires_grad_(True) for name, p in module.named_parameters()}
+    h = nn.functional.max_pool2d(nn.functional.relu(nn.functional.conv2d(x, params["conv1.weight"],
+                                                                         params["conv1.bias"], padding=1)), 2)
+    nn.functional.linear(h.flatten(1), params["fc.weight"], params["fc.bias"]).square().sum().backward()
+    for name, p in module.named_parameters():
+        np.testing.assert_allclose(p.grad.numpy(), params[name].grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_recurrent_import_gradcheck_float64():
+    """LSTM (ember's layer op with reordered gates) and GRU (ONNX's default reset, an ember loop) in float64."""
+    rng = np.random.default_rng(1)
+    nodes = [make_node("LSTM", ["x", "W", "R", "B"], ["y1"], hidden_size=2, direction="bidirectional"),
+             make_node("Reshape", ["y1", "shape"], ["y1f"]),
+             make_node("GRU", ["y1f", "Wg", "Rg", "Bg"], ["y"], hidden_size=2)]
+    inits = {"W": rng.uniform(-1, 1, (2, 8, 2)), "R": rng.uniform(-1, 1, (2, 8, 2)), "B": rng.uniform(-1, 1, (2, 16)),
+             "shape": np.array([0, 0, -1], np.int64), "Wg": rng.uniform(-1, 1, (1, 6, 4)),
+             "Rg": rng.uniform(-1, 1, (1, 6, 2)), "Bg": rng.uniform(-1, 1, (1, 12))}
+    model = make_model(nodes, {"x": (TensorProto.DOUBLE, [3, 2, 2])}, {"y": (TensorProto.DOUBLE, [3, 1, 2, 2])}, inits)
+    module = load(model)
+    x = ember.tensor(rng.uniform(-1, 1, (3, 2, 2)), dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(module, (x,))
+    grad_params = [p for p in module.parameters() if p.requires_grad]
+    module(x).sum().backward()
+    assert len(grad_params) == 6 and all(p.grad is not None for p in grad_params)
+
+
+# -- module structure -----------------------------------------------------------------------------------------
+def test_state_dict_keys_are_the_initializer_names():
+    nodes = [make_node("Conv", ["x", "conv1.weight"], ["c"]),
+             make_node("BatchNormalization", ["c", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"],
+                       ["b"]),
+             make_node("Reshape", ["b", "onnx::Reshape_7"], ["f"]),
+             make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["g"], transB=1),
+             make_node("Add", ["g", "fc"], ["h"]),             # "fc" is also a prefix: cannot be nested
+             make_node("Mul", ["h", ".odd..name"], ["y"])]    # empty path parts: flattened
+    inits = {"conv1.weight": rand(2, 1, 1, 1), "bn.weight": rand(2), "bn.bias": rand(2), "bn.running_mean": rand(2),
+             "bn.running_var": rand(2, low=0.5), "onnx::Reshape_7": np.array([0, -1], np.int64),
+             "fc.weight": rand(3, 8), "fc.bias": rand(3), "fc": rand(3), ".odd..name": rand(3)}
+    model = make_model(nodes, {"x": (F32, [1, 1, 2, 2])}, {"y": (F32, [1, 3])}, inits)
+    module = load(model)
+    keys = {"conv1.weight", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var", "onnx::Reshape_7",
+            "fc.weight", "fc.bias", "fc_1", "_odd__name"}
+    assert set(module.state_dict()) == keys
+    assert module.initializer_keys["fc"] == "fc_1" and module.initializer_keys[".odd..name"] == "_odd__name"
+    assert {name for name, _ in module.named_buffers()} == {"bn.running_mean", "bn.running_var", "onnx::Reshape_7"}
+    assert module.get_parameter("fc.weight").shape == (3, 8)
+    x = rand(1, 1, 2, 2)
+    assert_same(run_ember(module, [x]), run_ort(model, [x]))
+    # loading a state dict into the module changes what it computes
+    state = {k: v.clone() for k, v in module.state_dict().items()}
+    state["fc.bias"] = state["fc.bias"] + 1.0
+    before = run_ember(module, [x])[0]
+    module.load_state_dict(state)
+    np.testing.assert_allclose(run_ember(module, [x])[0], before + inits[".odd..name"], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("source", ["path", "bytes", "proto", "file"])
+def test_load_sources(tmp_path, source):
+    model = cnn_model()
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    f = {"path": str(path), "bytes": model.SerializeToString(), "proto": model, "file": None}[source]
+    if source == "file":
+        with open(path, "rb") as handle:
+            module = load(handle)
+    else:
+        module = load(f)
+    x = rand(2, 1, 6, 6)
+    assert_same(run_ember(module, [x]), run_ort(model, [x]))
+
+
+def test_multiple_outputs_and_inputs_come_back_in_order():
+    nodes = [make_node("Add", ["a", "b"], ["s"]), make_node("Sub", ["a", "b"], ["d"])]
+    model = make_model(nodes, {"a": (F32, [2]), "b": (F32, [2])}, {"d": (F32, [2]), "s": (F32, [2])})
+    module = load(model)
+    assert module.input_names == ["a", "b"] and module.output_names == ["d", "s"]
+    d, s = module(ember.tensor([5.0, 1.0]), ember.tensor([2.0, 3.0]))
+    assert d.tolist() == [3.0, -2.0] and s.tolist() == [7.0, 4.0]
+
+
+# -- errors ---------------------------------------------------------------------------------------------------
+def test_unsupported_op_names_op_and_node():
+    model = make_model([make_node("Hardmax", ["x"], ["y"], name="my_hardmax")], {"x": (F32, [2, 3])},
+                       {"y": (F32, [2, 3])})
+    with pytest.raises(UnsupportedImportError, match="Hardmax node 'my_hardmax'.*does not support the ONNX op"):
+        load(model)
+
+
+def test_unsupported_attribute_names_node():
+    node = make_node("Resize", ["x", "", "s"], ["y"], mode="cubic", name="up")
+    model = make_model([node], {"x": (F32, [1, 1, 2, 2])}, {"y": (F32, [1, 1, 4, 4])}, {"s": np.array([1, 1, 2, 2], np.float32)})
+    module = load(model)
+    with pytest.raises(UnsupportedImportError, match="Resize node 'up': mode 'cubic'"):
+        module(ember.ones(1, 1, 2, 2))
+
+
+def test_custom_domain_is_unsupported():
+    node = make_node("FusedThing", ["x"], ["y"], domain="com.example", name="f")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F32, [1])],
+                              [helper.make_tensor_value_info("y", F32, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
+    with pytest.raises(UnsupportedImportError, match="FusedThing node 'f'.*'com.example'"):
+        load(model)
+
+
+def test_wrong_number_of_inputs():
+    module = load(cnn_model())
+    with pytest.raises(TypeError, match=r"takes 1 input\(s\) \['x'\], got 2"):
+        module(ember.ones(1, 1, 6, 6), ember.ones(1))
+
+
+def test_missing_value_is_reported():
+    graph = helper.make_graph([make_node("Relu", ["nowhere"], ["y"], name="r")], "g",
+                              [helper.make_tensor_value_info("x", F32, [1])],
+                              [helper.make_tensor_value_info("y", F32, [1])])
+    module = load(helper.make_model(graph))
+    with pytest.raises(OnnxImportError, match="Relu node 'r': its input 'nowhere'"):
+        module(ember.ones(1))
+
+
+def test_bad_source_type():
+    with pytest.raises(TypeError, match="path, bytes, a file object or an onnx.ModelProto, got int"):
+        load(3)
+
+
+def test_needs_ember_nn(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ember.nn", None)
+    with pytest.raises(ImportError, match="ember.onnx.load needs ember-nn"):
+        load(cnn_model())
