@@ -34,6 +34,11 @@ __all__ = ["Op", "Function", "FunctionCtx"]
 
 _OP_CLASSES: list = []
 
+#: the ONNX export trace in progress (set by ``ember.onnx``), or None: when set, ``Op.apply`` goes through it
+TRACE = None
+#: makes the ctx of an op call; the export trace swaps it to see each op's ctx
+new_ctx = object.__new__
+
 
 def clear_kernel_cache() -> None:
     for cls in _OP_CLASSES:
@@ -153,6 +158,8 @@ class Op(Node):
     @classmethod
     def apply(cls, *inputs, **attrs):
         """Run the op on tensors (and Python scalars) and record it for backward if needed."""
+        if TRACE is not None:
+            return TRACE.run(cls, inputs, attrs)
         first = inputs[0]
         n = len(inputs)
         if n <= 2 and isinstance(first, Tensor):  # the common cases, without the general loop
@@ -180,7 +187,7 @@ class Op(Node):
             like = None
         backend = device._backend or device.backend
         kernel = cls._kernels.get(backend.name) or cls._resolve_kernel(backend)
-        ctx = object.__new__(cls)
+        ctx = new_ctx(cls)
         xp = backend.xp
         try:
             out = kernel(ctx, xp, *arrays, **attrs)

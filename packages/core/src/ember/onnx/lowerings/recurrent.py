@@ -1,3 +1,82 @@
-"""ONNX lowerings of the recurrent layer ops (RNN, LSTM, GRU), with ember's gate order mapped to ONNX's."""
+"""ONNX lowerings of the recurrent layer ops (RNN, LSTM, GRU), with ember's gate order mapped to ONNX's.
 
-LOWERINGS: dict = {}
+ember's recurrent ops run one layer and direction over a sequence whose input
+projection ``x @ W_ih^T + b`` was already computed (by a ``linear`` op, in one
+product for all time steps): the op receives ``x_proj`` (``[L, N, gates * H]``),
+not ``x`` and ``W_ih``. Each op becomes the standard ONNX ``RNN`` / ``LSTM`` /
+``GRU`` node with ``x_proj`` as its input ``X`` and, as input weights ``W``, the
+constant permutation matrix that reorders PyTorch's gate blocks into ONNX's
+(LSTM ``i, f, g, o`` -> ``i, o, f, c``; GRU ``r, z, n`` -> ``z, r, h``). A
+product with a permutation matrix is exact, so the node computes what ember's
+op computes; the recurrent weights ``R`` are ``W_hh`` with its rows reordered
+the same way, and GRU's ``b_hh`` (which PyTorch applies inside ``r * (.)``,
+ONNX's ``linear_before_reset=1``) goes to the recurrent half of ``B``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..._dtype import numpy_dtype
+
+#: for each ONNX gate block, the ember (PyTorch) block it comes from
+_LSTM_ORDER = (0, 3, 1, 2)  # i, o, f, c  <-  i, f, g, o
+_GRU_ORDER = (1, 0, 2)  # z, r, h  <-  r, z, n
+_RNN_ORDER = (0,)
+
+
+def _ints(g, values):
+    return g.const(np.asarray(values, dtype=np.int64))
+
+
+def _rows(order, hidden):
+    """The row indices that put the gate blocks of a ``[gates * hidden, ...]`` matrix in ONNX's ``order``."""
+    return np.concatenate([np.arange(k * hidden, (k + 1) * hidden) for k in order])
+
+
+def _recurrence(g, node, op_type, order, bias=None, initial=(), **attributes):
+    """The ONNX node for one layer and direction; returns ``[output, h_n, (c_n)]`` in ember's shapes.
+
+    ``bias`` is the value of ember's recurrent bias (GRU's ``b_hh``) or ``None``; ``initial`` the values of the
+    initial states (``[N, H]`` each).
+    """
+    x_proj, w_hh = node.inputs[:2]
+    hidden = node.input_shapes[1][1]
+    dtype = numpy_dtype(node.input_dtypes[0])
+    rows = _rows(order, hidden)
+    gates = len(order) * hidden
+    w = g.const(np.eye(gates, dtype=dtype)[rows][None])  # ONNX gate j reads x_proj column rows[j]
+    r = g.op("Unsqueeze", g.op("Gather", w_hh, _ints(g, rows), axis=0), _ints(g, [0]))
+    b = ""
+    if bias is not None:
+        recurrent = g.op("Gather", bias, _ints(g, rows), axis=0)
+        b = g.op("Unsqueeze", g.op("Concat", g.const(np.zeros(gates, dtype=dtype)), recurrent, axis=0),
+                 _ints(g, [0]))
+    states = [g.op("Unsqueeze", s, _ints(g, [0])) for s in initial]
+    direction = "reverse" if node.attrs.get("reverse", False) else "forward"
+    outs = g.op(op_type, x_proj, w, r, b, "", *states, outputs=1 + len(initial), hidden_size=hidden,
+                direction=direction, **attributes)
+    y, *finals = outs
+    return [g.op("Squeeze", y, _ints(g, [1]))] + [g.op("Squeeze", s, _ints(g, [0])) for s in finals]
+
+
+def rnn(g, node):
+    """Elman RNN (``tanh`` or ``relu``) as ONNX ``RNN``."""
+    activation = {"tanh": "Tanh", "relu": "Relu"}[node.attrs.get("nonlinearity", "tanh")]
+    return _recurrence(g, node, "RNN", _RNN_ORDER, initial=node.inputs[2:3], activations=[activation])
+
+
+def lstm(g, node):
+    """LSTM as ONNX ``LSTM`` (without ``proj_size``: ONNX's LSTM has no projection of the hidden state)."""
+    x_proj, w_hh, h0, c0, w_hr = node.inputs
+    if w_hr is not None:
+        g.unsupported(node, "LSTM with proj_size > 0: ONNX's LSTM operator has no hidden-state projection")
+    return _recurrence(g, node, "LSTM", _LSTM_ORDER, initial=(h0, c0))
+
+
+def gru(g, node):
+    """GRU as ONNX ``GRU`` with ``linear_before_reset=1`` (PyTorch's ``r * (h W_hn^T + b_hn)``)."""
+    x_proj, w_hh, b_hh, h0 = node.inputs
+    return _recurrence(g, node, "GRU", _GRU_ORDER, bias=b_hh, initial=(h0,), linear_before_reset=1)
+
+
+LOWERINGS = {"rnn": rnn, "lstm": lstm, "gru": gru}

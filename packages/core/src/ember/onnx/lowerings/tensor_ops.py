@@ -1,3 +1,555 @@
-"""ONNX lowerings of the tensor ops: arithmetic, pointwise, activations, matmul, shapes and views, reductions, softmax, comparisons, indexing."""
+"""ONNX lowerings of the tensor ops: arithmetic, pointwise, activations, matmul, shapes and views, reductions,
+softmax, comparisons, indexing.
 
-LOWERINGS: dict = {}
+Each lowering is ``lowering(g, node) -> list of output names`` (see :mod:`ember.onnx`). The shape helpers
+:func:`shape_input` and :func:`reshape` are for other lowerings too: they write a target shape that keeps the
+dynamic axes free.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._graph import onnx_dtype
+
+INT64_MAX = np.iinfo(np.int64).max
+
+
+# -- helpers -------------------------------------------------------------------------------------------------------
+def _scalar(g, node, value, index=0):
+    """A constant of the dtype of output ``index`` (the dtype the op computes in)."""
+    return g.const(np.asarray(value, dtype=np.dtype(node.output_dtypes[index].name)))
+
+
+def _ints(g, values):
+    return g.const(np.asarray(list(values), dtype=np.int64))
+
+
+def shape_input(g, node, x, shape, input_index=0):
+    """A shape tensor for ``Reshape`` of ``node``'s input ``x`` to the traced ``shape`` (output 0).
+
+    Output axes that follow a dynamic axis become ``0`` (copy the input's size at
+    the same position), the size of a matching dynamic input axis (through
+    ``Shape``), or ``-1`` for one left over.
+    """
+    shape = [int(s) for s in shape]
+    out_dyn = sorted(a for j, a in node.output_dynamic if j == 0)
+    if not out_dyn:
+        return _ints(g, shape)
+    in_shape = node.input_shapes[input_index]
+    in_dyn = sorted(a for i, a in node.dynamic if i == input_index)
+    pieces = list(shape)
+    left = []
+    for a in out_dyn:
+        if a in in_dyn and a < len(in_shape) and in_shape[a] == shape[a]:
+            pieces[a] = 0
+        else:
+            left.append(a)
+    if len(left) == 1:
+        pieces[left[0]] = -1
+        return _ints(g, pieces)
+    if not left:
+        return _ints(g, pieces)
+    sizes = g.op("Shape", x)
+    free = [a for a in in_dyn if a not in out_dyn or pieces[a] != 0]
+    parts = []
+    for k, s in enumerate(pieces):
+        if k in left:
+            match = next((a for a in free if in_shape[a] == shape[k]), None)
+            if match is None:
+                g.unsupported(node, f"cannot tell which dynamic input axis gives output axis {k}")
+            free.remove(match)
+            parts.append(g.op("Gather", sizes, _ints(g, [match]), axis=0))
+        else:
+            parts.append(_ints(g, [s]))
+    return g.op("Concat", *parts, axis=0)
+
+
+def reshape(g, node, x, shape, input_index=0):
+    """``Reshape`` of input ``x`` to the traced ``shape``, keeping dynamic axes free."""
+    return g.op("Reshape", x, shape_input(g, node, x, shape, input_index))
+
+
+def _axes_arg(g, op_type, x, axes, keepdims, since=18):
+    """A reduction node; ``axes`` as an input from opset ``since`` on, an attribute before."""
+    if axes is None:
+        return g.op(op_type, x, keepdims=int(keepdims))
+    axes = [int(a) for a in (axes if isinstance(axes, (tuple, list)) else [axes])]
+    if g.opset >= since:
+        return g.op(op_type, x, _ints(g, axes), keepdims=int(keepdims))
+    return g.op(op_type, x, axes=axes, keepdims=int(keepdims))
+
+
+def _unsqueeze(g, x, axes):
+    return g.op("Unsqueeze", x, _ints(g, axes))
+
+
+def _squeeze(g, x, axes):
+    return g.op("Squeeze", x, _ints(g, axes)) if axes else x
+
+
+# -- elementwise ---------------------------------------------------------------------------------------------------
+def _unary(op_type):
+    def lower(g, node):
+        return [g.op(op_type, node.inputs[0])]
+    lower.__name__ = f"lower_{op_type.lower()}"
+    return lower
+
+
+def _binary(op_type):
+    def lower(g, node):
+        return [g.op(op_type, node.inputs[0], node.inputs[1])]
+    lower.__name__ = f"lower_{op_type.lower()}"
+    return lower
+
+
+def _add_sub(op_type):
+    def lower(g, node):
+        a, b = node.inputs[:2]
+        alpha = node.attrs.get("alpha", 1)
+        if alpha != 1:
+            b = g.op("Mul", b, _scalar(g, node, alpha))
+        return [g.op(op_type, a, b)]
+    return lower
+
+
+def lower_mul(g, node):
+    out = g.op("Mul", node.inputs[0], node.inputs[1])
+    scale = node.attrs.get("scale", 1)
+    return [out if scale == 1 else g.op("Mul", out, _scalar(g, node, scale))]
+
+
+def _then(op_type, const, first=False):
+    """``op_type(f(x), c)`` (or ``op_type(c, f(x))``) after a unary ONNX op ``f``: exp2, log2, expm1 ..."""
+    def make(inner):
+        def lower(g, node):
+            x = g.op(inner, node.inputs[0]) if inner else node.inputs[0]
+            c = _scalar(g, node, const)
+            return [g.op(op_type, c, x) if first else g.op(op_type, x, c)]
+        return lower
+    return make
+
+
+def lower_log1p(g, node):
+    return [g.op("Log", g.op("Add", node.inputs[0], _scalar(g, node, 1)))]
+
+
+def lower_square(g, node):
+    return [g.op("Mul", node.inputs[0], node.inputs[0])]
+
+
+def lower_frac(g, node):
+    x = node.inputs[0]
+    return [g.op("Sub", x, g.op("Mul", g.op("Sign", x), g.op("Floor", g.op("Abs", x))))]
+
+
+def lower_round(g, node):
+    decimals = node.attrs.get("decimals", 0)
+    if not decimals:
+        return [g.op("Round", node.inputs[0])]
+    scale = _scalar(g, node, 10.0 ** decimals)
+    return [g.op("Div", g.op("Round", g.op("Mul", node.inputs[0], scale)), scale)]
+
+
+def lower_pow(g, node):
+    return [g.op("Pow", node.inputs[0], node.inputs[1])]
+
+
+def lower_clamp(g, node):
+    x = node.inputs[0]
+    if "lo" in node.attrs or "hi" in node.attrs or len(node.inputs) == 1:
+        lo, hi = node.attrs.get("lo"), node.attrs.get("hi")
+        return [g.op("Clip", x, None if lo is None else _scalar(g, node, lo),
+                     None if hi is None else _scalar(g, node, hi))]
+    lo, hi = node.inputs[1], node.inputs[2] if len(node.inputs) > 2 else None
+    if lo is not None:
+        x = g.op("Max", x, lo)
+    if hi is not None:
+        x = g.op("Min", x, hi)
+    return [x]
+
+
+def lower_ne(g, node):
+    return [g.op("Not", g.op("Equal", node.inputs[0], node.inputs[1]))]
+
+
+def lower_where(g, node):
+    return [g.op("Where", *node.inputs[:3])]
+
+
+def lower_masked_fill(g, node):
+    a, mask, value = node.inputs[:3]
+    if node.input_dtypes[2] is not None and node.input_dtypes[2] != node.output_dtypes[0]:
+        value = g.op("Cast", value, to=onnx_dtype(node.output_dtypes[0]))
+    return [g.op("Where", mask, value, a)]
+
+
+def lower_to(g, node):
+    if node.input_dtypes[0] == node.output_dtypes[0]:
+        return [g.op("Identity", node.inputs[0])]
+    return [g.op("Cast", node.inputs[0], to=onnx_dtype(node.output_dtypes[0]))]
+
+
+def lower_isnan(g, node):
+    return [g.op("IsNaN", node.inputs[0])]
+
+
+def lower_isinf(g, node):
+    return [g.op("IsInf", node.inputs[0])]
+
+
+def lower_isposinf(g, node):
+    return [g.op("IsInf", node.inputs[0], detect_negative=0)]
+
+
+def lower_isneginf(g, node):
+    return [g.op("IsInf", node.inputs[0], detect_positive=0)]
+
+
+def lower_isfinite(g, node):
+    x = node.inputs[0]
+    return [g.op("Not", g.op("Or", g.op("IsInf", x), g.op("IsNaN", x)))]
+
+
+# -- activations ---------------------------------------------------------------------------------------------------
+_SQRT_HALF = math.sqrt(0.5)
+_TANH_SCALE = math.sqrt(2.0 / math.pi)
+
+
+def lower_gelu(g, node):
+    x = node.inputs[0]
+    half = g.op("Mul", x, _scalar(g, node, 0.5))
+    if node.attrs.get("approximate", "none") == "tanh":
+        cube = g.op("Mul", g.op("Mul", x, x), x)
+        inner = g.op("Add", x, g.op("Mul", cube, _scalar(g, node, 0.044715)))
+        t = g.op("Tanh", g.op("Mul", inner, _scalar(g, node, _TANH_SCALE)))
+    else:
+        t = g.op("Erf", g.op("Mul", x, _scalar(g, node, _SQRT_HALF)))
+    return [g.op("Mul", half, g.op("Add", t, _scalar(g, node, 1.0)))]
+
+
+def lower_silu(g, node):
+    x = node.inputs[0]
+    return [g.op("Mul", x, g.op("Sigmoid", x))]
+
+
+def lower_softplus(g, node):
+    x = node.inputs[0]
+    beta, threshold = node.attrs.get("beta", 1.0), node.attrs.get("threshold", 20.0)
+    bx = x if beta == 1 else g.op("Mul", x, _scalar(g, node, beta))
+    soft = g.op("Softplus", bx)
+    if beta != 1:
+        soft = g.op("Div", soft, _scalar(g, node, beta))
+    return [g.op("Where", g.op("Greater", bx, _scalar(g, node, threshold)), x, soft)]
+
+
+def lower_leakyrelu(g, node):
+    return [g.op("LeakyRelu", node.inputs[0], alpha=float(node.attrs.get("negative_slope", 0.01)))]
+
+
+def lower_hardtanh(g, node):
+    a = node.attrs
+    return [g.op("Clip", node.inputs[0], _scalar(g, node, a.get("min_val", -1.0)),
+                 _scalar(g, node, a.get("max_val", 1.0)))]
+
+
+def lower_hardsigmoid(g, node):
+    return [g.op("HardSigmoid", node.inputs[0], alpha=1.0 / 6, beta=0.5)]
+
+
+def lower_threshold(g, node):
+    x = node.inputs[0]
+    t, v = node.attrs.get("threshold", 0.0), node.attrs.get("value", 0.0)
+    return [g.op("Where", g.op("Greater", x, _scalar(g, node, t)), x, _scalar(g, node, v))]
+
+
+def lower_hardshrink(g, node):
+    return [g.op("Shrink", node.inputs[0], lambd=float(node.attrs.get("lambd", 0.5)))]
+
+
+def lower_softshrink(g, node):
+    lambd = float(node.attrs.get("lambd", 0.5))
+    return [g.op("Shrink", node.inputs[0], lambd=lambd, bias=lambd)]
+
+
+def lower_elu(g, node):
+    x = node.inputs[0]
+    alpha, scale, input_scale = (node.attrs.get(k, 1.0) for k in ("alpha", "scale", "input_scale"))
+    if scale == 1 and input_scale == 1:
+        return [g.op("Elu", x, alpha=float(alpha))]
+    neg = g.op("Mul", g.op("Min", x, _scalar(g, node, 0.0)), _scalar(g, node, input_scale))
+    neg = g.op("Mul", g.op("Sub", g.op("Exp", neg), _scalar(g, node, 1.0)), _scalar(g, node, alpha * scale))
+    pos = g.op("Mul", x, _scalar(g, node, scale))
+    return [g.op("Where", g.op("Greater", x, _scalar(g, node, 0.0)), pos, neg)]
+
+
+def lower_mish(g, node):
+    x = node.inputs[0]
+    return [g.op("Mul", x, g.op("Tanh", g.op("Softplus", x)))]
+
+
+def lower_logsigmoid(g, node):
+    return [g.op("Neg", g.op("Softplus", g.op("Neg", node.inputs[0])))]
+
+
+def _softmax(op_type):
+    def lower(g, node):
+        if not node.input_shapes[0]:
+            return [g.op("Sub", node.inputs[0], node.inputs[0]) if op_type == "LogSoftmax"
+                    else g.op("Div", node.inputs[0], node.inputs[0])]
+        return [g.op(op_type, node.inputs[0], axis=int(node.op.dim))]
+    return lower
+
+
+# -- matrix products -----------------------------------------------------------------------------------------------
+def lower_matmul(g, node):
+    return [g.op("MatMul", node.inputs[0], node.inputs[1])]
+
+
+def lower_addmm(g, node):
+    c, a, b = node.inputs[:3]
+    alpha, beta = node.attrs.get("alpha", 1), node.attrs.get("beta", 1)
+    prod = g.op("MatMul", a, b)
+    if alpha != 1:
+        prod = g.op("Mul", prod, _scalar(g, node, alpha))
+    if beta == 0:
+        return [prod]
+    if beta != 1:
+        c = g.op("Mul", c, _scalar(g, node, beta))
+    return [g.op("Add", prod, c)]
+
+
+def lower_einsum(g, node):
+    equation = ",".join(node.attrs["terms"]) + "->" + node.attrs["out"]
+    return [g.op("Einsum", *node.inputs, equation=equation)]
+
+
+# -- shapes and views ----------------------------------------------------------------------------------------------
+def lower_view(g, node):
+    return [reshape(g, node, node.inputs[0], node.output_shapes[0])]
+
+
+def lower_identity(g, node):
+    return [g.op("Identity", node.inputs[0])]
+
+
+def lower_permute(g, node):
+    return [g.op("Transpose", node.inputs[0], perm=[int(d) for d in node.op.dims])]
+
+
+def lower_squeeze(g, node):
+    dims = node.attrs.get("dims", ())
+    return [g.op("Squeeze", node.inputs[0], _ints(g, dims)) if dims else g.op("Identity", node.inputs[0])]
+
+
+def lower_expand(g, node):
+    in_shape, out_shape = node.input_shapes[0], node.output_shapes[0]
+    lead = len(out_shape) - len(in_shape)
+    target = list(out_shape)
+    for a in sorted(a for j, a in node.output_dynamic if j == 0):
+        own = in_shape[a - lead] if a >= lead else 1
+        if a < lead or own != out_shape[a]:
+            g.unsupported(node, f"expanding axis {a} to a dynamic size that the input does not have")
+        target[a] = 1  # Expand broadcasts both ways: 1 keeps the input's size
+    return [g.op("Expand", node.inputs[0], _ints(g, target))]
+
+
+def lower_basic_index(g, node):
+    """``a[key]`` (ints, in-bounds slices, None, a trailing Ellipsis): Slice, then Squeeze, then Unsqueeze."""
+    key = node.attrs["key"]
+    key = key if isinstance(key, tuple) else (key,)
+    nd = len(node.input_shapes[0])
+    starts, ends, axes, steps, int_axes, new_axes = [], [], [], [], [], []
+    dim = out_pos = 0
+    for k in key:
+        if k is Ellipsis:
+            skipped = nd - dim - sum(1 for j in key[key.index(k) + 1:] if j is not None and j is not Ellipsis)
+            dim += skipped
+            out_pos += skipped
+        elif k is None:
+            new_axes.append(out_pos)
+            out_pos += 1
+        elif isinstance(k, slice):
+            start, stop, step = k.start or 0, k.stop, k.step or 1
+            if (start, stop, step) != (0, None, 1):
+                starts.append(start)
+                ends.append(INT64_MAX if stop is None else stop)
+                axes.append(dim)
+                steps.append(step)
+            dim += 1
+            out_pos += 1
+        else:
+            i = int(k)
+            starts.append(i)
+            ends.append(i + 1)
+            axes.append(dim)
+            steps.append(1)
+            int_axes.append(dim)
+            dim += 1
+    x = node.inputs[0]
+    if axes:
+        x = g.op("Slice", x, _ints(g, starts), _ints(g, ends), _ints(g, axes), _ints(g, steps))
+    x = _squeeze(g, x, int_axes)
+    if new_axes:
+        x = _unsqueeze(g, x, new_axes)
+    return [x if x != node.inputs[0] else g.op("Identity", x)]
+
+
+def lower_cat(g, node):
+    inputs = [n for n, s in zip(node.inputs, node.input_shapes) if s is not None]
+    return [g.op("Concat", *inputs, axis=int(node.attrs.get("dim", 0)))]
+
+
+def lower_stack(g, node):
+    dim = int(node.attrs.get("dim", 0))
+    return [g.op("Concat", *(_unsqueeze(g, x, [dim]) for x in node.inputs), axis=dim)]
+
+
+def lower_flip(g, node):
+    dims = list(node.attrs.get("dims", ()))
+    if not dims:
+        return [g.op("Identity", node.inputs[0])]
+    n = len(dims)
+    return [g.op("Slice", node.inputs[0], _ints(g, [-1] * n), _ints(g, [-INT64_MAX] * n), _ints(g, dims),
+                 _ints(g, [-1] * n))]
+
+
+def lower_repeat(g, node):
+    repeats = list(node.attrs["repeats"])
+    x = node.inputs[0]
+    lead = len(repeats) - len(node.input_shapes[0])
+    if lead:
+        x = _unsqueeze(g, x, list(range(lead)))
+    return [g.op("Tile", x, _ints(g, repeats))]
+
+
+def _tri(upper):
+    def lower(g, node):
+        k = g.const(np.asarray(int(node.attrs.get("diagonal", 0)), dtype=np.int64))
+        return [g.op("Trilu", node.inputs[0], k, upper=int(upper))]
+    return lower
+
+
+# -- reductions ----------------------------------------------------------------------------------------------------
+def lower_sum(g, node):
+    x = node.inputs[0]
+    dtype = node.attrs.get("dtype")
+    if dtype is not None and dtype != node.input_dtypes[0] or node.output_dtypes[0] != node.input_dtypes[0]:
+        x = g.op("Cast", x, to=onnx_dtype(node.output_dtypes[0]))
+    return [_axes_arg(g, "ReduceSum", x, node.attrs.get("dims"), node.attrs.get("keepdim", False), since=13)]
+
+
+def _reduce(op_type, dims_key="dims"):
+    def lower(g, node):
+        x = node.inputs[0]
+        if node.output_dtypes[0] != node.input_dtypes[0]:
+            x = g.op("Cast", x, to=onnx_dtype(node.output_dtypes[0]))
+        return [_axes_arg(g, op_type, x, node.attrs.get(dims_key), node.attrs.get("keepdim", False))]
+    return lower
+
+
+def _max_min(reduce_op, arg_op):
+    def lower(g, node):
+        x = node.inputs[0]
+        if len(node.output_shapes) == 1:  # over all elements
+            return [_axes_arg(g, reduce_op, x, None, False)]
+        dim, keepdim = int(node.attrs.get("dim", 0)), bool(node.attrs.get("keepdim", False))
+        values = _axes_arg(g, reduce_op, x, [dim], keepdim)
+        indices = g.op(arg_op, x, axis=dim, keepdims=int(keepdim), select_last_index=0)
+        return [values, indices]
+    return lower
+
+
+def _arg(op_type):
+    def lower(g, node):
+        x, dim, keepdim = node.inputs[0], node.attrs.get("dim"), bool(node.attrs.get("keepdim", False))
+        if dim is None:
+            x = g.op("Reshape", x, _ints(g, [-1]))
+            out = g.op(op_type, x, axis=0, keepdims=0)
+            if keepdim:
+                out = g.op("Reshape", out, _ints(g, [1] * len(node.input_shapes[0])))
+            return [out]
+        return [g.op(op_type, x, axis=int(dim), keepdims=int(keepdim))]
+    return lower
+
+
+def lower_cumsum(g, node):
+    return [g.op("CumSum", node.inputs[0], g.const(np.asarray(int(node.attrs.get("dim", 0)), dtype=np.int64)))]
+
+
+# -- indexing ------------------------------------------------------------------------------------------------------
+def lower_index_select(g, node):
+    index = g.const(np.asarray(node.attrs["index"], dtype=np.int64))
+    return [g.op("Gather", node.inputs[0], index, axis=int(node.attrs.get("dim", 0)))]
+
+
+def lower_gather(g, node):
+    index = g.const(np.asarray(node.attrs["index"], dtype=np.int64))
+    return [g.op("GatherElements", node.inputs[0], index, axis=int(node.attrs.get("dim", 0)))]
+
+
+def lower_index(g, node):
+    """Advanced indexing with integer/bool index tensors (traced values): moved, flattened, one Gather."""
+    plan = node.attrs["plan"]
+    in_shape = node.input_shapes[0]
+    if any(i == 0 for i, _ in node.dynamic):
+        g.unsupported(node, "advanced indexing of a tensor with dynamic axes")
+    nd = len(in_shape)
+    perm = list(plan.dims) + [d for d in range(nd) if d not in plan.dims]
+    x = node.inputs[0]
+    if perm != list(range(nd)):
+        x = g.op("Transpose", x, perm=perm)
+    k = len(plan.dims)
+    rest = [in_shape[d] for d in perm[k:]]
+    x = g.op("Reshape", x, _ints(g, [math.prod(in_shape[d] for d in plan.dims)] + rest))
+    taken = g.op("Gather", x, g.const(np.asarray(plan.rows, dtype=np.int64)), axis=0)
+    out = g.op("Reshape", taken, _ints(g, list(plan.index_shape) + rest))
+    if plan.at:
+        n = len(plan.index_shape)
+        order = list(range(n, n + plan.at)) + list(range(n)) + list(range(n + plan.at, n + len(rest)))
+        out = g.op("Transpose", out, perm=order)
+    return [out]
+
+
+_UNARY = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs", "tanh": "Tanh", "sigmoid": "Sigmoid",
+          "erf": "Erf", "sin": "Sin", "cos": "Cos", "tan": "Tan", "asin": "Asin", "acos": "Acos", "atan": "Atan",
+          "sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh",
+          "reciprocal": "Reciprocal", "neg": "Neg", "floor": "Floor", "ceil": "Ceil", "sign": "Sign",
+          "relu": "Relu", "hardswish": "HardSwish"}
+_BINARY = {"div": "Div", "maximum": "Max", "minimum": "Min", "eq": "Equal", "gt": "Greater",
+           "ge": "GreaterOrEqual", "lt": "Less", "le": "LessOrEqual", "fmod": "Mod"}
+
+LOWERINGS: dict = {
+    **{name: _unary(op) for name, op in _UNARY.items()},
+    **{name: _binary(op) for name, op in _BINARY.items()},
+    "add": _add_sub("Add"), "sub": _add_sub("Sub"), "mul": lower_mul, "pow": lower_pow,
+    "rsqrt": lambda g, node: [g.op("Reciprocal", g.op("Sqrt", node.inputs[0]))],
+    "exp2": _then("Pow", 2.0, first=True)(None),
+    "log2": _then("Div", math.log(2.0))("Log"), "log10": _then("Div", math.log(10.0))("Log"),
+    "expm1": _then("Sub", 1.0)("Exp"), "log1p": lower_log1p, "square": lower_square, "frac": lower_frac,
+    "trunc": lambda g, node: [g.op("Mul", g.op("Sign", node.inputs[0]), g.op("Floor", g.op("Abs", node.inputs[0])))],
+    "round": lower_round, "clamp": lower_clamp, "ne": lower_ne, "where": lower_where,
+    "maskedfill": lower_masked_fill, "maskedfilltensor": lower_masked_fill, "to": lower_to,
+    "isnan": lower_isnan, "isinf": lower_isinf, "isposinf": lower_isposinf, "isneginf": lower_isneginf,
+    "isfinite": lower_isfinite,
+    "gelu": lower_gelu, "silu": lower_silu, "softplus": lower_softplus, "leakyrelu": lower_leakyrelu,
+    "hardtanh": lower_hardtanh, "hardsigmoid": lower_hardsigmoid, "threshold": lower_threshold,
+    "hardshrink": lower_hardshrink, "softshrink": lower_softshrink, "elu": lower_elu, "selu": lower_elu,
+    "celu": lower_elu, "mish": lower_mish, "logsigmoid": lower_logsigmoid,
+    "softmax": _softmax("Softmax"), "logsoftmax": _softmax("LogSoftmax"),
+    "matmul": lower_matmul, "mm": lower_matmul, "bmm": lower_matmul, "mv": lower_matmul, "dot": lower_matmul,
+    "addmm": lower_addmm, "baddbmm": lower_addmm, "einsum": lower_einsum,
+    "view": lower_view, "reshape": lower_view, "clone": lower_identity, "alias": lower_identity,
+    "permute": lower_permute, "transpose": lower_permute, "t": lower_permute,
+    "squeeze": lower_squeeze, "squeezedim": lower_squeeze, "squeezedims": lower_squeeze, "expand": lower_expand,
+    **{name: lower_basic_index for name in ("basicindex", "select", "slice", "unsqueeze", "unbind", "split",
+                                            "splitwithsizes")},
+    "cat": lower_cat, "stack": lower_stack, "flip": lower_flip, "repeat": lower_repeat,
+    "tril": _tri(False), "triu": _tri(True),
+    "sum": lower_sum, "mean": _reduce("ReduceMean"), "prod": _reduce("ReduceProd", "dim"),
+    "amax": _reduce("ReduceMax"), "amin": _reduce("ReduceMin"), "logsumexp": _reduce("ReduceLogSumExp"),
+    "max": _max_min("ReduceMax", "ArgMax"), "min": _max_min("ReduceMin", "ArgMin"),
+    "argmax": _arg("ArgMax"), "argmin": _arg("ArgMin"), "cumsum": lower_cumsum,
+    "indexselect": lower_index_select, "gather": lower_gather, "index": lower_index,
+}
