@@ -60,6 +60,7 @@ from .ops.normalization import layer_norm, group_norm  # noqa: E402,F401
 from .ops.dropout import alpha_dropout, feature_alpha_dropout  # noqa: E402,F401
 from .random import *  # noqa: E402,F401,F403
 from .memory import *  # noqa: E402,F401,F403
+from .serialization import save, load  # noqa: E402,F401
 from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401
 from . import cuda  # noqa: E402,F401

@@ -15,3 +15,10 @@ class DeviceMismatchError(EmberError, RuntimeError):
 
 class UnsupportedOpError(EmberError, NotImplementedError):
     """A backend cannot run an op (or a dtype)."""
+
+
+class CheckpointError(EmberError, ValueError):
+    """A checkpoint could not be saved or loaded: the file is truncated, corrupted, hostile or not safetensors.
+
+    The message names the file and what was wrong with it.
+    """

@@ -33,6 +33,16 @@ def _rows(order, hidden):
     return np.concatenate([np.arange(k * hidden, (k + 1) * hidden) for k in order])
 
 
+def _zero_constant(g, name):
+    """Whether ``name`` is a constant of zeros: the initial states a layer makes itself when none are given
+    (they are constants of the traced batch size, so they are left to ONNX's default of zeros instead)."""
+    from onnx import numpy_helper
+    for proto in getattr(g, "initializers", ()):
+        if proto.name == name:
+            return not numpy_helper.to_array(proto).any()
+    return False
+
+
 def _recurrence(g, node, op_type, order, bias=None, initial=(), **attributes):
     """The ONNX node for one layer and direction; returns ``[output, h_n, (c_n)]`` in ember's shapes.
 
@@ -51,7 +61,7 @@ def _recurrence(g, node, op_type, order, bias=None, initial=(), **attributes):
         recurrent = g.op("Gather", bias, _ints(g, rows), axis=0)
         b = g.op("Unsqueeze", g.op("Concat", g.const(np.zeros(gates, dtype=dtype)), recurrent, axis=0),
                  _ints(g, [0]))
-    states = [g.op("Unsqueeze", s, _ints(g, [0])) for s in initial]
+    states = ["" if _zero_constant(g, s) else g.op("Unsqueeze", s, _ints(g, [0])) for s in initial]
     direction = "reverse" if node.attrs.get("reverse", False) else "forward"
     outs = g.op(op_type, x_proj, w, r, b, "", *states, outputs=1 + len(initial), hidden_size=hidden,
                 direction=direction, **attributes)

@@ -1,0 +1,235 @@
+"""``ember.save`` / ``ember.load``: checkpoints as safetensors files, which load without running any code.
+
+Tensors go into the file under flat dotted keys (a plain ``state_dict`` under
+exactly its own keys, so the file is the one
+``safetensors.torch.save_file(model.state_dict(), path)`` writes); everything
+else (dicts, lists, tuples, numbers, strings, None) goes as JSON into the
+file's metadata, under the key ``"ember"``. No pickle is involved anywhere.
+
+>>> import io, ember
+>>> buf = io.BytesIO()
+>>> ember.save({'epoch': 3, 'w': ember.tensor([1.0, 2.0]), 'sizes': (2, 3)}, buf)
+>>> _ = buf.seek(0)
+>>> ember.load(buf)
+{'epoch': 3, 'w': tensor([1., 2.]), 'sizes': (2, 3)}
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+
+from .._device import device as _device_cls, as_device
+from ..errors import CheckpointError
+from . import _format
+from ._structure import Decoder, Encoder, references, select
+
+__all__ = ["save", "load"]
+
+_META_KEY = "ember"
+_VERSION = 1
+
+
+def save(obj, f) -> None:
+    """Save ``obj`` (tensors, NumPy arrays and plain values in nested dicts, lists and tuples) to ``f``.
+
+    ``f`` is a path or a writable binary file object. Writing to a path is
+    atomic: the data goes to a temporary file in the same directory, which is
+    flushed, synced and then renamed over ``f``, so a process killed mid-save
+    leaves the previous file intact. Tensors that share memory with the same
+    layout (the same tensor twice, tied weights) are stored once and load as one
+    tensor object. As in PyTorch, ``requires_grad`` is not stored.
+
+    >>> import io, ember
+    >>> w = ember.ones(2, 2)
+    >>> buf = io.BytesIO(); ember.save({'a': w, 'b': w}, buf); _ = buf.seek(0)
+    >>> d = ember.load(buf)
+    >>> d['a'] is d['b']
+    True
+    """
+    enc = Encoder()
+    root = enc.encode(obj)
+    meta = {_META_KEY: json.dumps({"version": _VERSION, "root": root}, separators=(",", ":"), allow_nan=False)}
+    if isinstance(f, (str, bytes, os.PathLike)):
+        _atomic_write(os.fspath(f), enc.arrays, meta)
+    else:
+        _format.write_file(f, enc.arrays, meta)
+
+
+def _atomic_write(path, arrays, meta) -> None:
+    path = os.fsdecode(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            _format.write_file(out, arrays, meta)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, _mode_for(path))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # make the rename itself durable
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
+
+
+def _mode_for(path) -> int:
+    """The permissions the new file gets: the old file's, else what ``open(path, 'w')`` would give."""
+    try:
+        return os.stat(path).st_mode & 0o777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+def load(f, map_location=None, *, keys=None, weights_only=True):
+    """Load what :func:`save` wrote (or any safetensors file) from a path or a readable binary file object.
+
+    A safetensors file without ember's metadata (e.g. written by
+    ``safetensors.torch.save_file``) loads as a flat ``{name: tensor}`` dict.
+    Tensors are made on the CPU unless ``map_location`` says otherwise: a device
+    (``'cpu:1'``, ``ember.device(...)``), a dict mapping the saved device
+    (``{'cuda:0': 'cpu'}``), or a callable ``(tensor, saved_device_str)``
+    returning the tensor to use. ``keys=[...]`` loads only those entries
+    (top-level keys, or dotted paths through nested dicts such as
+    ``'model_state_dict.fc.weight'``) without reading the other tensors' bytes.
+    ``weights_only`` is accepted for PyTorch compatibility: ember files never
+    hold code, so loading is always weights-only.
+
+    Any problem with the file (truncated, corrupted, not safetensors, a PyTorch
+    pickle) raises :class:`ember.errors.CheckpointError` naming the file.
+
+    >>> import io, ember
+    >>> buf = io.BytesIO()
+    >>> ember.save({'model': {'w': ember.zeros(2)}, 'big': ember.zeros(1000)}, buf); _ = buf.seek(0)
+    >>> ember.load(buf, keys=['model.w'])
+    {'model': {'w': tensor([0., 0.])}}
+    """
+    if not weights_only:
+        import warnings
+        warnings.warn("ember.load(weights_only=False) loads the same way: ember checkpoints never hold code",
+                      stacklevel=2)
+    if isinstance(f, (str, bytes, os.PathLike)):
+        path = os.fsdecode(os.fspath(f))
+        where = repr(path)
+        try:
+            handle = open(path, "rb")
+        except IsADirectoryError:
+            raise CheckpointError(f"cannot load {where}: it is a directory, not a safetensors file") from None
+        with handle:
+            return _load(handle, os.fstat(handle.fileno()).st_size, where, map_location, keys)
+    if not hasattr(f, "read"):
+        raise TypeError(f"ember.load expects a path or a binary file object, got {type(f).__name__}")
+    where = repr(getattr(f, "name", None) or f"<{type(f).__name__}>")
+    start = f.tell()
+    size = f.seek(0, io.SEEK_END) - start
+    f.seek(start)
+    return _load(_Offset(f, start), size, where, map_location, keys)
+
+
+class _Offset:
+    """A file object read from position ``start`` on, with positions counted from there."""
+
+    def __init__(self, f, start):
+        self._f, self._start = f, start
+
+    def read(self, n):
+        return self._f.read(n)
+
+    def readinto(self, buf):
+        if hasattr(self._f, "readinto"):
+            return self._f.readinto(buf)
+        data = self._f.read(len(buf))
+        buf[:len(data)] = data
+        return len(data)
+
+    def seek(self, pos):
+        return self._f.seek(self._start + pos)
+
+
+def _load(f, size, where, map_location, keys):
+    entries, metadata = _format.read_header(f, size, where)
+    place = _placer(map_location)
+
+    def fetch(kind, name, saved_device):
+        arr = _format.read_array(f, entries[name], where)
+        if kind == "ndarray":
+            return arr
+        if kind == "npscalar":
+            if arr.ndim:
+                raise CheckpointError(f"cannot load {where}: NumPy scalar {name!r} has shape {arr.shape}")
+            return arr[()]
+        return place(arr, saved_device)
+
+    meta = metadata.get(_META_KEY)
+    if meta is None:  # a plain safetensors file: a flat dict of tensors
+        root = {"dict": [[name, {"tensor": name}] for name in entries]}
+    else:
+        root = _parse_meta(meta, where)
+        unused = set(entries) - references(root, set())
+        if unused:
+            raise CheckpointError(f"cannot load {where}: the ember metadata does not match the file: tensor "
+                                  f"{sorted(unused)[0]!r} is in the file but not in the metadata")
+    if keys is not None:
+        if isinstance(keys, str):
+            keys = [keys]
+        root = select(root, keys, where)
+    try:
+        return Decoder(fetch, entries, where).decode(root)
+    except RecursionError:
+        raise CheckpointError(f"cannot load {where}: the ember metadata is nested too deeply") from None
+
+
+def _parse_meta(meta, where):
+    try:
+        doc = json.loads(meta)
+    except (ValueError, RecursionError) as exc:
+        raise CheckpointError(f"cannot load {where}: the ember metadata is not valid JSON ({exc})") from None
+    if not isinstance(doc, dict) or "root" not in doc:
+        raise CheckpointError(f"cannot load {where}: the ember metadata is not an object with a 'root'")
+    if doc.get("version") != _VERSION:
+        raise CheckpointError(f"cannot load {where}: ember checkpoint format version {doc.get('version')!r:.20} "
+                              f"is not supported (this ember reads version {_VERSION}); upgrade ember")
+    return doc["root"]
+
+
+def _placer(map_location):
+    """``(array, saved_device_str) -> tensor`` following ``map_location``."""
+    from ..ops.creation import from_numpy
+
+    def on(arr, dev):
+        t = from_numpy(arr)
+        return t if dev is None else t.to(dev)
+
+    if map_location is None:
+        return lambda arr, saved: from_numpy(arr)
+    if isinstance(map_location, (str, _device_cls)):
+        target = as_device(map_location)
+        target.backend  # noqa: B018 - fail before reading anything for a device that does not exist
+        return lambda arr, saved: on(arr, target)
+    if isinstance(map_location, dict):
+        table = {str(k): v for k, v in map_location.items()}
+        return lambda arr, saved: on(arr, table.get(saved))
+    if callable(map_location):
+        def call(arr, saved):
+            t = from_numpy(arr)
+            result = map_location(t, saved)
+            return t if result is None else result
+        return call
+    raise TypeError(f"map_location must be a device, a string, a dict or a callable, got "
+                    f"{type(map_location).__name__}")
+
