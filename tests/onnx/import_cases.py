@@ -72,6 +72,10 @@ CASES = [
          {"x": rand(1, 4, 5, 5)}, {"w": rand(6, 2, 3, 3)}),
     Case("Conv-SAME_UPPER", [make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER", strides=[2, 2])],
          {"x": rand(1, 2, 6, 7)}, {"w": rand(3, 2, 4, 3)}),
+    Case("Conv-SAME_LOWER", [make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_LOWER")], {"x": rand(1, 2, 5, 6)},
+         {"w": rand(3, 2, 2, 2)}),
+    Case("ConvTranspose-SAME_UPPER", [make_node("ConvTranspose", ["x", "w"], ["y"], auto_pad="SAME_UPPER",
+                                                strides=[2, 2])], {"x": rand(1, 2, 3, 4)}, {"w": rand(2, 3, 3, 3)}),
     Case("Conv-VALID", [make_node("Conv", ["x", "w"], ["y"], auto_pad="VALID")], {"x": rand(1, 2, 5, 5)},
          {"w": rand(3, 2, 2, 2)}),
     Case("Conv-asymmetric-pads", [make_node("Conv", ["x", "w"], ["y"], pads=[0, 1, 2, 0])], {"x": rand(1, 2, 5, 5)},
@@ -108,6 +112,14 @@ CASES = [
     Case("AveragePool-ceil", [make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2],
                                         ceil_mode=1)], {"x": rand(1, 2, 5, 7)}),
     Case("AveragePool-1d", [make_node("AveragePool", ["x"], ["y"], kernel_shape=[2])], {"x": rand(2, 3, 5)}),
+    Case("MaxPool-asymmetric-large-pads", [make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3],
+                                                     pads=[0, 2, 1, 0])], {"x": rand(1, 2, 5, 6)}),
+    *[Case(f"AveragePool-ceil-pads-count_include_pad{c}",
+           [make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                      ceil_mode=1, count_include_pad=c)], {"x": rand(1, 2, 6, 8)}) for c in (0, 1)],
+    Case("AveragePool-asymmetric-pads-count_include_pad1",
+         [make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], pads=[1, 0, 0, 1], count_include_pad=1)],
+         {"x": rand(1, 2, 4, 5)}),
     Case("GlobalAveragePool", [make_node("GlobalAveragePool", ["x"], ["y"])], {"x": rand(2, 3, 4, 5)}),
     Case("GlobalMaxPool", [make_node("GlobalMaxPool", ["x"], ["y"])], {"x": rand(2, 3, 4, 5)}),
     # normalisation
@@ -193,6 +205,17 @@ CASES = [
     Case("Resize-linear-align_corners-sizes", [make_node("Resize", ["x", "", "", "z"], ["y"], mode="linear",
                                                          coordinate_transformation_mode="align_corners")],
          {"x": rand(1, 2, 3, 4)}, {"z": i64(1, 2, 5, 7)}),
+    Case("Resize-nearest-sizes", [make_node("Resize", ["x", "", "", "z"], ["y"], mode="nearest",
+                                            coordinate_transformation_mode="asymmetric", nearest_mode="floor")],
+         {"x": rand(1, 2, 3, 4)}, {"z": i64(1, 2, 7, 5)}),
+    Case("Pad-negative-crops", [make_node("Pad", ["x", "p"], ["y"])], {"x": rand(3, 4)}, {"p": i64(-1, 1, 0, -2)}),
+    Case("Split-opset11-attribute", [make_node("Split", ["x"], ["y", "z"], axis=0, split=[1, 3])], {"x": rand(4, 2)},
+         outputs={"y": F32, "z": F32}, opset=11),
+    Case("Unsqueeze-opset11-attribute", [make_node("Unsqueeze", ["x"], ["y"], axes=[1])], {"x": rand(2, 3)},
+         opset=11),
+    Case("ReduceSum-opset11-attribute", [make_node("ReduceSum", ["x"], ["y"], axes=[1])], {"x": rand(2, 3)},
+         opset=11),
+    Case("Clip-opset6-attributes", [make_node("Clip", ["x"], ["y"], min=-0.2, max=0.3)], {"x": rand(2, 3)}, opset=6),
     Case("Clip-inputs", [make_node("Clip", ["x", "lo", "hi"], ["y"])], {"x": rand(2, 3)},
          {"lo": np.array(-0.3, np.float32), "hi": np.array(0.4, np.float32)}),
     Case("Clip-max-only", [make_node("Clip", ["x", "", "hi"], ["y"])], {"x": rand(2, 3)},
@@ -201,7 +224,7 @@ CASES = [
 
 
 def _rnn_case(op, direction="forward", layout=0, states=True, bias=True, **attrs):
-    gates, hidden, size, length, batch = (4 if op == "LSTM" else 3), 3, 2, 4, 2
+    gates, hidden, size, length, batch = {"LSTM": 4, "GRU": 3, "RNN": 1}[op], 3, 2, 4, 2
     dirs = 2 if direction == "bidirectional" else 1
     inputs = {"x": rand(batch, length, size) if layout else rand(length, batch, size)}
     inits = {"W": rand(dirs, gates * hidden, size), "R": rand(dirs, gates * hidden, hidden)}
@@ -226,6 +249,8 @@ RNN_CASES = [
     _rnn_case("LSTM", bias=False, states=False),
     _rnn_case("GRU"), _rnn_case("GRU", linear_before_reset=1), _rnn_case("GRU", "bidirectional", states=False),
     _rnn_case("GRU", "reverse", bias=False),
+    _rnn_case("RNN"), _rnn_case("RNN", "bidirectional", states=False, activations=["Relu", "Relu"]),
+    _rnn_case("RNN", "reverse", bias=False),
 ]
 
 #: batch-first (layout=1) cases, which onnxruntime's CPU kernels reject: each pairs with its time-major twin

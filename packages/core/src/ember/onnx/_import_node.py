@@ -35,6 +35,8 @@ def attribute_value(attribute):
         return value
     if isinstance(value, bytes):
         return value.decode()
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        return [v.decode() for v in value]
     return value
 
 

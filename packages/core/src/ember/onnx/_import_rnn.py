@@ -1,4 +1,4 @@
-"""ONNX LSTM and GRU as ember's recurrent layer ops, with the weights' gate blocks reordered.
+"""ONNX RNN, LSTM and GRU as ember's recurrent layer ops, with the weights' gate blocks reordered.
 
 ONNX stacks the gates as ``i, o, f, c`` (LSTM) and ``z, r, h`` (GRU); ember's
 layer ops (:mod:`ember.ops.recurrent`) use PyTorch's ``i, f, g, o`` and
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ember
 
-from ..ops.recurrent import gru_layer, lstm_layer
+from ..ops.recurrent import gru_layer, lstm_layer, rnn_layer
 from ._import_node import handles, ints
 
 _LSTM_ORDER = (0, 2, 3, 1)  # ONNX i, o, f, c -> i, f, c(g), o
@@ -24,14 +24,14 @@ def _reorder(t, order, hidden):
     return ember.cat([blocks[i] for i in order], dim=0)
 
 
-def _check(node, x, sequence_lens, default_activations):
-    """Directions (reverse flags), hidden size and the input as ``[L, N, in]``; rejects what is not supported."""
+def _check(node, x, sequence_lens, default_activations, allowed_activations=()):
+    """Directions (reverse flags) and the input as ``[L, N, in]``; rejects what is not supported."""
     directions = _DIRECTIONS.get(node.attr("direction", "forward"))
     if directions is None:
         raise node.unsupported(f"direction '{node.attr('direction')}'")
-    activations = node.attr("activations")
-    if activations and [a.lower() for a in activations] != default_activations * len(directions):
-        raise node.unsupported(f"activations {list(activations)}")
+    activations = [a.lower() for a in node.attr("activations") or []]
+    if activations and activations not in [a * len(directions) for a in [default_activations, *allowed_activations]]:
+        raise node.unsupported(f"activations {node.attr('activations')}")
     if node.attr("clip") is not None:
         raise node.unsupported("clip")
     if node.attr("layout", 0):
@@ -54,6 +54,22 @@ def _outputs(node, ys, finals):
     if node.attr("layout", 0):
         return (y.permute(2, 0, 1, 3),) + tuple(s.transpose(0, 1) for s in finals)
     return (y,) + tuple(finals)
+
+
+@handles("RNN")
+def _rnn(node, x, w, r, b=None, sequence_lens=None, initial_h=None):
+    directions, x = _check(node, x, sequence_lens, ["tanh"], [["relu"]])
+    nonlinearity = (node.attr("activations") or ["tanh"])[0].lower()
+    hidden = r.shape[-1]
+    ys, hs = [], []
+    for d, reverse in enumerate(directions):
+        proj = ember.matmul(x, w[d].t())
+        if b is not None:
+            proj = proj + b[d, :hidden] + b[d, hidden:]
+        y, h = rnn_layer(proj, r[d], _initial(node, initial_h, d, x, hidden), nonlinearity=nonlinearity,
+                         reverse=reverse)
+        ys.append(y), hs.append(h)
+    return _outputs(node, ys, (hs,))
 
 
 @handles("LSTM")
