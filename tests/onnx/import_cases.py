@@ -101,6 +101,8 @@ CASES = [
                                       pads=[1, 1, 1, 1])], {"x": rand(2, 3, 7, 8)}),
     Case("MaxPool-ceil", [make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)],
          {"x": rand(1, 2, 5, 7)}),
+    Case("MaxPool-ceil-pads", [make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2],
+                                         pads=[1, 1, 1, 1], ceil_mode=1)], {"x": rand(1, 2, 6, 8)}),
     Case("MaxPool-dilations", [make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], dilations=[2, 2])],
          {"x": rand(1, 2, 6, 6)}),
     Case("MaxPool-SAME_UPPER", [make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 3], strides=[2, 2],

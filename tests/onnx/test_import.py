@@ -5,6 +5,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from hypothesis import given, settings, strategies as st
 from onnx import TensorProto, helper, numpy_helper
 from onnx.helper import make_node
 
@@ -211,6 +212,7 @@ def test_multiple_outputs_and_inputs_come_back_in_order():
     model = make_model(nodes, {"a": (F32, [2]), "b": (F32, [2])}, {"d": (F32, [2]), "s": (F32, [2])})
     module = load(model)
     assert module.input_names == ["a", "b"] and module.output_names == ["d", "s"]
+    assert repr(module) == "OnnxModule(inputs=['a', 'b'], outputs=['d', 's'], nodes=2)"
     d, s = module(ember.tensor([5.0, 1.0]), ember.tensor([2.0, 3.0]))
     assert d.tolist() == [3.0, -2.0] and s.tolist() == [7.0, 4.0]
 
@@ -223,12 +225,28 @@ def test_unsupported_op_names_op_and_node():
         load(model)
 
 
-def test_unsupported_attribute_names_node():
-    node = make_node("Resize", ["x", "", "s"], ["y"], mode="cubic", name="up")
-    model = make_model([node], {"x": (F32, [1, 1, 2, 2])}, {"y": (F32, [1, 1, 4, 4])}, {"s": np.array([1, 1, 2, 2], np.float32)})
-    module = load(model)
-    with pytest.raises(UnsupportedImportError, match="Resize node 'up': mode 'cubic'"):
-        module(ember.ones(1, 1, 2, 2))
+UNSUPPORTED = [
+    (make_node("Resize", ["x", "", "s"], ["y"], mode="cubic", name="up"), [1, 1, 2, 2],
+     {"s": np.array([1, 1, 2, 2], np.float32)}, "Resize node 'up': mode 'cubic'"),
+    (make_node("Conv", ["x", "w"], ["y"], name="c3"), [1, 1, 2, 2, 2], {"w": rand(1, 1, 1, 1, 1)},
+     "Conv node 'c3': a 3-D input"),
+    (make_node("LSTM", ["x", "W", "R", "", "", "", "", "P"], ["y"], hidden_size=1, name="peep"), [2, 1, 1],
+     {"W": rand(1, 4, 1), "R": rand(1, 4, 1), "P": rand(1, 3)}, "LSTM node 'peep': peepholes"),
+    (make_node("GRU", ["x", "W", "R"], ["y"], hidden_size=1, clip=1.0, name="g"), [2, 1, 1],
+     {"W": rand(1, 3, 1), "R": rand(1, 3, 1)}, "GRU node 'g': clip"),
+    (make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[1], name="m"), [1, 1, 2], {},
+     "MaxPool node 'm': the Indices output"),
+]
+
+
+@pytest.mark.parametrize("node, shape, inits, message", UNSUPPORTED, ids=lambda v: getattr(v, "name", None))
+def test_unsupported_attribute_names_node(node, shape, inits, message):
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F32, shape)],
+                              [helper.make_tensor_value_info(name, F32, None) for name in node.output],
+                              [numpy_helper.from_array(a, n) for n, a in inits.items()])
+    module = load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    with pytest.raises(UnsupportedImportError, match=message + ".*is not supported by ember.onnx.load"):
+        module(ember.ones(*shape))
 
 
 def test_custom_domain_is_unsupported():
@@ -264,3 +282,18 @@ def test_needs_ember_nn(monkeypatch):
     monkeypatch.setitem(sys.modules, "ember.nn", None)
     with pytest.raises(ImportError, match="ember.onnx.load needs ember-nn"):
         load(cnn_model())
+
+
+# -- property: Slice's clamping and negative steps -------------------------------------------------------------
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(-8, 8), st.integers(-8, 8), st.sampled_from([-3, -2, -1, 1, 2, 3])),
+                min_size=1, max_size=3),
+       st.permutations([0, 1, 2]))
+def test_slice_matches_onnxruntime(ranges, axes):
+    x = np.arange(5 * 6 * 7, dtype=np.float32).reshape(5, 6, 7)
+    starts, ends, steps = (np.array(v, np.int64) for v in zip(*ranges))
+    axes = np.array([a - 3 if i % 2 else a for i, a in enumerate(axes[:len(ranges)])], np.int64)
+    inits = {"s": starts, "e": ends, "a": axes, "t": steps}
+    model = make_model([make_node("Slice", ["x", "s", "e", "a", "t"], ["y"])], {"x": (F32, x.shape)},
+                       {"y": (F32, ["a", "b", "c"])}, inits)
+    assert_same(run_ember(load(model), [x]), run_ort(model, [x]))

@@ -35,6 +35,10 @@ class OnnxModule(nn.Module):
 
     ``input_names`` and ``output_names`` list the graph's inputs and outputs;
     ``initializer_keys`` maps each ONNX initializer name to its ``state_dict()`` key.
+    The graph runs with ONNX's inference semantics in both ``train()`` and
+    ``eval()`` mode (Dropout is the identity, BatchNormalization uses its
+    running statistics, which are buffers); every float initializer used as
+    a weight is a trainable :class:`~ember.nn.Parameter`.
     """
 
     def __init__(self, model):
@@ -111,6 +115,9 @@ class OnnxModule(nn.Module):
         found = dict(self.named_parameters())
         found.update(self.named_buffers())
         return {name: found[key] for name, key in self.initializer_keys.items()}
+
+    def extra_repr(self) -> str:
+        return f"inputs={self.input_names}, outputs={self.output_names}, nodes={len(self._nodes)}"
 
     def forward(self, *inputs):
         if len(inputs) != len(self.input_names):

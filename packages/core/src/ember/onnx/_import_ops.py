@@ -194,6 +194,15 @@ def _expand(node, x, shape):
     return x.expand(*np.broadcast_shapes(tuple(x.shape), tuple(ints(shape))))
 
 
+def _slice_positions(start: int, end: int, step: int, size: int) -> range:
+    """The positions ONNX's Slice takes along an axis of ``size``: negative bounds count from the end, then
+    clamp to ``[0, size]`` (``[0, size - 1]`` and ``[-1, size - 1]`` for a negative step)."""
+    start, end = (start + size if start < 0 else start), (end + size if end < 0 else end)
+    if step > 0:
+        return range(min(max(start, 0), size), min(max(end, 0), size), step)
+    return range(min(max(start, 0), size - 1), min(max(end, -1), size - 1), step)
+
+
 @handles("Slice")
 def _slice(node, x, starts=None, ends=None, axes=None, steps=None):
     if starts is None:  # before opset 10 the ranges are attributes
@@ -204,7 +213,7 @@ def _slice(node, x, starts=None, ends=None, axes=None, steps=None):
     steps = steps or [1] * len(starts)
     index, flips = [slice(None)] * x.ndim, []
     for start, end, axis, step in zip(starts, ends, axes, steps):
-        positions = range(*slice(start, end, step).indices(x.shape[axis]))
+        positions = _slice_positions(start, end, step, x.shape[axis])
         if step > 0:
             index[axis] = slice(positions.start, positions.stop, step)
         elif not positions:
