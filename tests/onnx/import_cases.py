@@ -49,9 +49,15 @@ CASES = [
          outputs={"y": I64}),
     Case("MatMul-batched", [make_node("MatMul", ["x", "w"], ["y"])], {"x": rand(2, 3, 4)}, {"w": rand(4, 5)}),
     *[Case(f"{op}-variadic", [make_node(op, ["a", "b", "c"], ["y"])], {"a": rand(2, 3), "b": rand(3), "c": rand(2, 1)})
-      for op in ["Max", "Min"]],
+      for op in ["Max", "Min", "Sum", "Mean"]],
     *[Case(f"{op}", [make_node(op, ["a", "b"], ["y"])], {"a": rand(2, 3), "b": rand(3)}, outputs={"y": BOOL})
-      for op in ["Less", "Greater"]],
+      for op in ["Less", "Greater", "LessOrEqual", "GreaterOrEqual"]],
+    *[Case(f"{op}", [make_node(op, ["a", "b"], ["y"])], {"a": RNG.random((2, 3)) > 0.5, "b": RNG.random(3) > 0.5},
+           outputs={"y": BOOL}) for op in ["And", "Or", "Xor"]],
+    Case("Not", [make_node("Not", ["a"], ["y"])], {"a": RNG.random((2, 3)) > 0.5}, outputs={"y": BOOL}),
+    Case("Size", [make_node("Size", ["x"], ["y"])], {"x": rand(2, 3, 4)}, outputs={"y": I64}),
+    Case("Pad-int-default-zero", [make_node("Pad", ["x", "p"], ["y"])], {"x": i64(1, 2, 3)}, {"p": i64(1, 2)},
+         outputs={"y": I64}),
     Case("Equal-int", [make_node("Equal", ["a", "b"], ["y"])], {"a": i64(1, 2, 3), "b": i64(1, 0, 3)},
          outputs={"y": BOOL}),
     Case("Where-Greater", [make_node("Greater", ["a", "b"], ["c"]), make_node("Where", ["c", "a", "b"], ["y"])],
@@ -189,6 +195,7 @@ CASES = [
     Case("ReduceSum-all", [make_node("ReduceSum", ["x"], ["y"], keepdims=0)], {"x": rand(2, 3, 4)}),
     Case("ReduceSum-noop", [make_node("ReduceSum", ["x"], ["y"], noop_with_empty_axes=1)], {"x": rand(2, 3)}),
     Case("ReduceMax", [make_node("ReduceMax", ["x"], ["y"], axes=[2])], {"x": rand(2, 3, 4)}),
+    Case("ReduceMin", [make_node("ReduceMin", ["x"], ["y"], axes=[0, 2], keepdims=0)], {"x": rand(2, 3, 4)}),
     Case("ReduceMean-opset18-axes-input", [make_node("ReduceMean", ["x", "a"], ["y"])], {"x": rand(2, 3, 4)},
          {"a": i64(1)}, opset=18),
     Case("Expand", [make_node("Expand", ["x", "s"], ["y"])], {"x": rand(3, 1)}, {"s": i64(2, 1, 4)}),
@@ -253,6 +260,8 @@ RNN_CASES = [
     _rnn_case("GRU", "reverse", bias=False),
     _rnn_case("RNN"), _rnn_case("RNN", "bidirectional", states=False, activations=["Relu", "Relu"]),
     _rnn_case("RNN", "reverse", bias=False),
+    Case("LSTM-full-sequence_lens", [make_node("LSTM", ["x", "W", "R", "", "n"], ["y"], hidden_size=2)],
+         {"x": rand(3, 2, 1)}, {"W": rand(1, 8, 1), "R": rand(1, 8, 2), "n": np.array([3, 3], np.int32)}),
 ]
 
 #: batch-first (layout=1) cases, which onnxruntime's CPU kernels reject: each pairs with its time-major twin

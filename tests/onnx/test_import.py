@@ -234,6 +234,9 @@ UNSUPPORTED = [
      {"W": rand(1, 4, 1), "R": rand(1, 4, 1), "P": rand(1, 3)}, "LSTM node 'peep': peepholes"),
     (make_node("GRU", ["x", "W", "R"], ["y"], hidden_size=1, clip=1.0, name="g"), [2, 1, 1],
      {"W": rand(1, 3, 1), "R": rand(1, 3, 1)}, "GRU node 'g': clip"),
+    (make_node("RNN", ["x", "W", "R", "", "n"], ["y"], hidden_size=1, name="r"), [2, 2, 1],
+     {"W": rand(1, 1, 1), "R": rand(1, 1, 1), "n": np.array([2, 1], np.int32)},
+     r"RNN node 'r': sequence_lens \[2, 1\]"),
     (make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[1], name="m"), [1, 1, 2], {},
      "MaxPool node 'm': the Indices output"),
 ]

@@ -167,8 +167,9 @@ def _squeeze(node, x, axes=None):
 
 @handles("Unsqueeze")
 def _unsqueeze(node, x, axes=None):
-    rank = x.ndim + len(axis_list(node, axes))
-    axes = {normalize_axis(a, rank) for a in axis_list(node, axes)}
+    axes = axis_list(node, axes)
+    rank = x.ndim + len(axes)
+    axes = {normalize_axis(a, rank) for a in axes}
     sizes = iter(x.shape)
     return x.reshape([1 if i in axes else next(sizes) for i in range(rank)])
 
@@ -280,5 +281,5 @@ def _pad(node, x, pads=None, constant_value=None, axes=None):
         return x
     if mode != "constant":
         return F.pad(x, flat, mode=_PAD_MODES[mode])
-    value = node.attr("value", 0.0) if constant_value is None else constant_value.item()
+    value = node.attr("value", 0) if constant_value is None else constant_value.item()
     return F.pad(x, flat, value=value)
