@@ -114,6 +114,23 @@ def test_dynamic_batch_at_two_sizes(make, shape):
         assert_same(run_ember(module, [x]), run_ort(model, [x]))
 
 
+def shape_chain_model():
+    """Shape, Constant, Gather, Unsqueeze, Concat, Reshape: values made inside the graph land on the input's device."""
+    (case,) = [c for c in CASES if c.id == "dynamic-flatten-chain"]
+    return case_model(case)
+
+
+@pytest.mark.parametrize("make, shape", [(cnn_model, (3, 1, 6, 6)), (lstm_model, (5, 3, 3)),
+                                         (shape_chain_model, (3, 2, 4))], ids=["cnn", "lstm", "shape-chain"])
+def test_runs_on_each_backend(device, make, shape):
+    model = make()
+    module = load(model).to(device)
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    y = module(ember.from_numpy(x).to(device))
+    assert y.device.type == device
+    assert_same([y.detach().cpu().numpy()], run_ort(model, [x]))
+
+
 @pytest.mark.parametrize("make, lr", [(cnn_model, 0.02), (lstm_model, 0.3)], ids=["cnn", "lstm"])
 def test_fine_tuning_reduces_the_loss(make, lr):
     ember.manual_seed(0)
