@@ -187,14 +187,15 @@ def test_state_dict_keys_are_the_initializer_names():
              make_node("Reshape", ["b", "onnx::Reshape_7"], ["f"]),
              make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["g"], transB=1),
              make_node("Add", ["g", "fc"], ["h"]),             # "fc" is also a prefix: cannot be nested
-             make_node("Mul", ["h", ".odd..name"], ["y"])]    # empty path parts: flattened
+             make_node("Mul", ["h", ".odd..name"], ["i"]),    # empty path parts: flattened
+             make_node("Sub", ["i", "_nodes"], ["y"])]         # an attribute of the module: gets a suffix
     inits = {"conv1.weight": rand(2, 1, 1, 1), "bn.weight": rand(2), "bn.bias": rand(2), "bn.running_mean": rand(2),
              "bn.running_var": rand(2, low=0.5), "onnx::Reshape_7": np.array([0, -1], np.int64),
-             "fc.weight": rand(3, 8), "fc.bias": rand(3), "fc": rand(3), ".odd..name": rand(3)}
+             "fc.weight": rand(3, 8), "fc.bias": rand(3), "fc": rand(3), ".odd..name": rand(3), "_nodes": rand(3)}
     model = make_model(nodes, {"x": (F32, [1, 1, 2, 2])}, {"y": (F32, [1, 3])}, inits)
     module = load(model)
     keys = {"conv1.weight", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var", "onnx::Reshape_7",
-            "fc.weight", "fc.bias", "fc_1", "_odd__name"}
+            "fc.weight", "fc.bias", "fc_1", "_odd__name", "_nodes_1"}
     assert set(module.state_dict()) == keys
     assert module.initializer_keys["fc"] == "fc_1" and module.initializer_keys[".odd..name"] == "_odd__name"
     assert {name for name, _ in module.named_buffers()} == {"bn.running_mean", "bn.running_var", "onnx::Reshape_7"}

@@ -22,11 +22,19 @@ def _default_opset(model) -> int:
     raise OnnxImportError("the ONNX model imports no version of the default opset")
 
 
-def _trainable(name, array, graph) -> bool:
+def _uses(graph) -> dict:
+    """Value name -> the ``(op type, input index)`` slots that read it."""
+    uses = {}
+    for node in graph.node:
+        for index, name in enumerate(node.input):
+            uses.setdefault(name, []).append((node.op_type, index))
+    return uses
+
+
+def _trainable(array, uses) -> bool:
     """Float initializers are parameters, unless every use is a statistics/constant slot."""
     if array.dtype.kind != "f" and array.dtype.name != "bfloat16":
         return False
-    uses = [(node.op_type, i) for node in graph.node for i, used in enumerate(node.input) if used == name]
     return not uses or any(use not in _STATE_SLOTS for use in uses)
 
 
@@ -50,13 +58,14 @@ class OnnxModule(nn.Module):
         self.input_names = [v.name for v in graph.input if v.name not in initializers]
         self.output_names = [v.name for v in graph.output]
         self.initializer_keys = {}
-        for name, array in initializers.items():
-            value = from_numpy(array)
-            if _trainable(name, array, graph):
-                value = nn.Parameter(value)
-            self.initializer_keys[name] = self._place(name, value)
         self._constants = {}
         self._nodes = []
+        uses = _uses(graph)
+        for name, array in initializers.items():
+            value = from_numpy(array)
+            if _trainable(array, uses.get(name)):
+                value = nn.Parameter(value)
+            self.initializer_keys[name] = self._place(name, value)
         for proto in graph.node:
             if proto.op_type == "Constant" and proto.domain in ("", "ai.onnx"):
                 self._constants[proto.output[0]] = self._constant_value(proto)
