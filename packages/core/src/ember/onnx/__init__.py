@@ -32,10 +32,10 @@ or ``Shape`` instead of fixed sizes.
 >>> max(diffs) < 1e-5
 True
 """
-from ._export import build_model, export, lowerings
+from ._export import build_model, export, registered_lowerings
 from ._verify import verify
 from .errors import UnsupportedExportError, VerificationError
 
-__all__ = ["export", "verify", "build_model", "lowerings", "UnsupportedExportError", "VerificationError"]
+__all__ = ["export", "verify", "build_model", "registered_lowerings", "UnsupportedExportError", "VerificationError"]
 
-lowerings()  # registers ember's own lowerings as a plugin
+registered_lowerings()  # registers ember's own lowerings as a plugin

@@ -16,7 +16,7 @@ from .errors import UnsupportedExportError
 BUILTIN_LOWERINGS = "ember.onnx.lowerings"
 
 
-def lowerings() -> dict:
+def registered_lowerings() -> dict:
     """``{op_name: lowering}`` from every plugin, ember's own included (registered here on first use)."""
     pm = _plugins.get_plugin_manager()
     if pm.get_plugin(BUILTIN_LOWERINGS) is None:
@@ -38,6 +38,7 @@ def export(model, args, f, input_names=None, output_names=None, dynamic_axes=Non
     ``{name: [axes]}``, names from ``input_names``/``output_names``) leaves
     those axes free in the graph. Python control flow, including any that reads
     ``tensor.shape``, is recorded as it ran for ``args`` (as PyTorch's tracer does).
+    Ops that other threads run during the export are recorded too: export from one thread at a time.
 
     >>> import io, ember, onnx
     >>> buf = io.BytesIO()
@@ -48,7 +49,7 @@ def export(model, args, f, input_names=None, output_names=None, dynamic_axes=Non
     proto = build_model(model, args, input_names, output_names, dynamic_axes, opset_version,
                         do_constant_folding, export_params)
     if verbose:
-        print(helper.printable_graph(proto.graph))
+        print(onnx.printer.to_text(proto.graph))
     data = proto.SerializeToString()
     if hasattr(f, "write"):
         f.write(data)
@@ -108,13 +109,12 @@ class _Exporter:
         self.output_names = list(output_names or [])
         self.dynamic_axes = dict(dynamic_axes or {})
         self.g = Graph(opset)
-        self.values: dict = {}    # id(tensor) -> (value name, version)
+        self.values: dict = {}    # id(tensor) -> value name
         self.dyn: dict = {}       # value name -> {axis: label or None}
         self.consts: set = set()  # ids of tensors that are constants (folded or created during forward)
-        self.keep: list = []      # tensors whose ids are keys above
-        self.done: list = []      # the records lowered so far
         self._param_inputs: list = []  # parameters as graph inputs (export_params=False)
         self._renamed: set = set()     # values renamed to an output name
+        self._grown: list = []         # the tensor args of the second trace
         self.params = {}
         if hasattr(model, "named_parameters"):
             for key, p in list(model.named_parameters()) + list(model.named_buffers()):
@@ -129,16 +129,18 @@ class _Exporter:
                                  f"names {self.input_names} or output names {self.output_names}")
         in_axes = {i: _axes(self.dynamic_axes[n], n) for i, n in enumerate(self.input_names) if n in self.dynamic_axes}
         tr, outs = trace(self.model, self.args)
-        out_dyn = self._second_trace(tr, outs, in_axes) if in_axes else None
-        lower = lowerings()
+        out_dyn, records_b = self._second_trace(tr, outs, in_axes) if in_axes else (None, None)
+        lower = registered_lowerings()
         inputs = []
         for i, (t, name) in enumerate(zip(self.tensor_args, self.input_names)):
             self.g.claim(name)
             self._bind(t, name)
             self.dyn[name] = dict(in_axes.get(i, {}))
+            for a in self.dyn[name]:
+                self.g.symbols.append((name, a, t.shape[a], self._grown[i].shape[a] if self._grown else t.shape[a]))
             inputs.append(self._value_info(name, t, self.dyn[name]))
         for k, rec in enumerate(tr.records):
-            self._lower(rec, lower, out_dyn[k] if out_dyn else None)
+            self._lower(rec, lower, out_dyn[k] if out_dyn else None, records_b[k] if records_b else None)
         if len(self.output_names) < len(outs):
             defaults = _names(None, len(outs), "output")
             self.output_names += defaults[len(self.output_names):]
@@ -152,12 +154,16 @@ class _Exporter:
                                  producer_version=getattr(ember, "__version__", ""),
                                  ir_version=helper.find_min_ir_version_for(opsets[:1]))
 
-    def _second_trace(self, tr, outs, in_axes) -> list | None:
-        """Per record, ``{output index: {axis: label}}`` of the axes that follow the dynamic input axes."""
+    def _second_trace(self, tr, outs, in_axes) -> tuple:
+        """Per record, ``{output index: {axis: label}}`` of the axes that follow the dynamic input axes, and the
+        records of the second trace (None, None when it ran other ops)."""
         grown = list(self.args)
         tensor_pos = [i for i, a in enumerate(self.args) if isinstance(a, Tensor)]
+        step = 1
         for i, axes in in_axes.items():
-            grown[tensor_pos[i]] = _cat_grow(self.args[tensor_pos[i]], axes)
+            grown[tensor_pos[i]] = _cat_grow(self.args[tensor_pos[i]], axes, step)
+            step += len(axes)
+        self._grown = [grown[p] for p in tensor_pos]
         tr2, _ = trace(self.model, tuple(grown))
         same = len(tr2.records) == len(tr.records) and all(
             type(a.op) is type(b.op) and len(a.outputs) == len(b.outputs) for a, b in zip(tr.records, tr2.records))
@@ -165,7 +171,7 @@ class _Exporter:
             warnings.warn("ember.onnx.export: the model runs different ops for another size of its dynamic axes "
                           "(Python control flow on shapes); the graph is exported as traced and may only work "
                           "for the traced sizes", UserWarning, stacklevel=4)
-            return None
+            return None, None
         labels = {}
         for i, axes in in_axes.items():
             t, t2 = self.args[tensor_pos[i]], grown[tensor_pos[i]]
@@ -178,20 +184,17 @@ class _Exporter:
                 per[j] = {ax: labels.get((s1, s2)) for ax, (s1, s2) in enumerate(zip(o1.shape, o2.shape))
                           if s1 != s2} if o1.ndim == o2.ndim else {}
             result.append(per)
-        return result
+        return result, tr2.records
 
     # -- values -----------------------------------------------------------------------------------------------
     def _bind(self, t, name):
-        self.values[id(t)] = (name, t._vc[0])
-        self.keep.append(t)
+        self.values[id(t)] = name
+        self.g.arrays[id(t._data)] = name
 
-    def _resolve(self, t: Tensor, records_done) -> str:
+    def _resolve(self, t: Tensor) -> str:
         entry = self.values.get(id(t))
         if entry is not None:
-            name, version = entry
-            if t._vc[0] == version:
-                return name
-            return self._after_inplace(t, records_done)
+            return entry
         if id(t) in self.params:
             key, _ = self.params[id(t)]
             if self.export_params:
@@ -206,29 +209,34 @@ class _Exporter:
         self._bind(t, name)
         return name
 
-    def _after_inplace(self, t, records_done):
-        """The value of ``t`` after an in-place op changed it: the op output whose result was copied into it."""
+    def _dynamic_const(self, t, alt, op_name) -> str:
+        """A tensor made during forward whose size follows a dynamic axis (``zeros(batch, n)``): a filled one
+        becomes ``Expand`` of its value to a shape computed from the inputs' sizes."""
+        if id(t) in self.values:
+            return self.values[id(t)]
         data = _array(t)
-        for rec in reversed(records_done):
-            for o in rec.outputs:
-                if o is not t and tuple(o.shape) == tuple(t.shape) and id(o) in self.values \
-                        and np.array_equal(_array(o), data, equal_nan=True):
-                    self.values[id(t)] = (self.values[id(o)][0], t._vc[0])
-                    return self.values[id(o)][0]
-        raise UnsupportedExportError("ember.onnx.export: a tensor was modified in place in a way the trace cannot "
-                                     "follow (e.g. assignment into a slice); write the model without it")
+        first = data.reshape(-1)[:1]
+        if data.size == 0 or not np.array_equal(data, np.broadcast_to(first, data.shape), equal_nan=True):
+            raise UnsupportedExportError(
+                f"ember.onnx.export: op {op_name!r} uses a tensor created during forward whose size follows a "
+                f"dynamic axis ({list(t.shape)}, then {list(alt.shape)}) and whose values are not all equal; "
+                "ember cannot rebuild it in the graph (export without dynamic_axes, or pass it as an input)")
+        dims = [self.g.const(np.asarray([s], np.int64)) if s == sa else self.g.symbolic_size(s, sa)
+                for s, sa in zip(t.shape, alt.shape)]
+        shape = dims[0] if len(dims) == 1 else self.g.op("Concat", *dims, axis=0)
+        name = self.g.op("Expand", self.g.const(first.reshape(())), shape)
+        self._bind(t, name)
+        self.dyn[name] = {a: None for a, (s, sa) in enumerate(zip(t.shape, alt.shape)) if s != sa}
+        return name
 
     def _is_const(self, t) -> bool:
         return id(t) in self.consts or (id(t) not in self.values and id(t) not in self.params)
 
     # -- lowering one op call ------------------------------------------------------------------------------------
-    def _lower(self, rec, lower, out_dyn):
+    def _lower(self, rec, lower, out_dyn, rec_b):
         tensors = [x for x in rec.inputs if isinstance(x, Tensor)]
         if self.fold and tensors and all(self._is_const(x) for x in tensors):
-            for o in rec.outputs:
-                self.consts.add(id(o))
-                self.keep.append(o)
-            self.done.append(rec)
+            self.consts.update(id(o) for o in rec.outputs)
             return
         name = type(rec.op).name_ if rec.op is not None else "?"
         fn = lower.get(name)
@@ -240,7 +248,11 @@ class _Exporter:
         in_names, dynamic = [], set()
         for i, x in enumerate(rec.inputs):
             if isinstance(x, Tensor):
-                n = self._resolve(x, self.done)
+                alt = rec_b.inputs[i] if rec_b is not None else None
+                if isinstance(alt, Tensor) and alt.shape != x.shape and self._is_const(x):
+                    n = self._dynamic_const(x, alt, name)
+                else:
+                    n = self._resolve(x)
                 in_names.append(n)
                 dynamic.update((i, a) for a in self.dyn.get(n, {}))
             elif x is None:
@@ -255,7 +267,11 @@ class _Exporter:
                     output_shapes=[tuple(o.shape) for o in rec.outputs],
                     output_dtypes=[o.dtype for o in rec.outputs],
                     dynamic=dynamic,
-                    output_dynamic={(j, a) for j, axes in (out_dyn or {}).items() for a in axes})
+                    output_dynamic={(j, a) for j, axes in (out_dyn or {}).items() for a in axes},
+                    input_shapes_alt=None if rec_b is None else [
+                        tuple(x.shape) if isinstance(x, Tensor) else None for x in rec_b.inputs],
+                    output_shapes_alt=None if rec_b is None else [tuple(o.shape) for o in rec_b.outputs],
+                    attrs_alt=None if rec_b is None else rec_b.attrs)
         outs = fn(self.g, node)
         if isinstance(outs, str):
             outs = [outs]
@@ -268,7 +284,6 @@ class _Exporter:
             self._bind(o, n)
             if out_dyn:
                 self.dyn[n] = out_dyn.get(j, {})
-        self.done.append(rec)
 
     # -- graph inputs and outputs --------------------------------------------------------------------------------
     def _value_info(self, name, t, axes):
@@ -277,7 +292,7 @@ class _Exporter:
         return helper.make_tensor_value_info(name, onnx_dtype(t.dtype), dims)
 
     def _output(self, t, name):
-        value = self._resolve(t, self.done)
+        value = self._resolve(t)
         axes = dict(self.dyn.get(value, {}))
         axes.update(_axes(self.dynamic_axes[name], name) if name in self.dynamic_axes else {})
         self.g.claim(name)
@@ -289,17 +304,20 @@ class _Exporter:
                         if v == value:
                             lst[k] = name
             self._renamed.add(value)
-            self.values[id(t)] = (name, t._vc[0])
+            self.values[id(t)] = name
         else:
             self.g.nodes.append(helper.make_node("Identity", [value], [name], name=self.g.fresh("/Identity")))
         return self._value_info(name, t, axes)
 
 
-def _cat_grow(t, axes):
+def _cat_grow(t, axes, step):
+    """``t`` longer along each of ``axes`` (by ``step``, ``step + 1``, ...: distinct growths tell the axes apart),
+    its first slices repeated."""
     import ember
-    for a in axes:
-        if t.shape[a] > 0:
-            t = ember.cat([t, t.narrow(a, 0, 1)], dim=a)
+    for k, a in enumerate(axes):
+        n = t.shape[a]
+        if n > 0:
+            t = ember.cat([t] + [t.narrow(a, 0, 1)] * (step + k), dim=a)
     return t
 
 

@@ -5,6 +5,8 @@ See ``ONNX_API.md``/the :mod:`ember.onnx` docstring for the lowering contract:
 """
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +43,9 @@ class Node:
     output_dtypes: list
     dynamic: set = field(default_factory=set)
     output_dynamic: set = field(default_factory=set)
+    input_shapes_alt: list | None = None   # the shapes in the second trace (dynamic axes one longer), if any
+    output_shapes_alt: list | None = None
+    attrs_alt: dict | None = None          # the attributes in the second trace, if any
 
     def __repr__(self):
         return f"<traced op {self.name!r} inputs={self.inputs} attrs={self.attrs}>"
@@ -57,6 +62,12 @@ class Graph:
         self._used: set = set()
         self._counts: dict = {}
         self._consts: dict = {}
+        #: the dynamic axes of the graph inputs: (input name, axis, size in the trace, size in the second trace)
+        self.symbols: list = []
+        #: lowerings may cache values here (e.g. a graph input's size along an axis)
+        self.memo: dict = {}
+        #: id(backend array) -> value name, for ops that take an array attribute (an index) made by the model
+        self.arrays: dict = {}
 
     def fresh(self, hint: str) -> str:
         """A value name starting with ``hint`` that no other value has."""
@@ -110,6 +121,33 @@ class Graph:
         if key is not None:
             self._consts[key] = name
         return name
+
+    def value_of(self, array) -> str | None:
+        """The value name of a tensor whose backend array is ``array`` (an attribute such as ``index=``), or None
+        if the model did not make it (then the lowering writes it as a constant)."""
+        return self.arrays.get(id(array))
+
+    def symbolic_size(self, size: int, size_alt: int, node=None) -> str:
+        """A ``[1]`` int64 value: a size that was ``size`` in the trace and ``size_alt`` in the second trace,
+        written as a constant times a product of the graph inputs' dynamic sizes (read with ``Shape``)."""
+        for r in range(1, min(3, len(self.symbols)) + 1):
+            for combo in itertools.combinations(self.symbols, r):
+                a, b = math.prod(s[2] for s in combo), math.prod(s[3] for s in combo)
+                if size % a == 0 and size // a * b == size_alt:
+                    out = None
+                    for name, axis, _, _ in combo:
+                        key = ("size", name, axis)
+                        if key not in self.memo:
+                            index = self.const(np.asarray([axis], dtype=np.int64))
+                            self.memo[key] = self.op("Gather", self.op("Shape", name), index, axis=0)
+                        out = self.memo[key] if out is None else self.op("Mul", out, self.memo[key])
+                    if size == a:
+                        return out
+                    return self.op("Mul", out, self.const(np.asarray([size // a], dtype=np.int64)))
+        why = f"cannot write a size that was {size} (then {size_alt}) from the dynamic input sizes"
+        if node is not None:
+            self.unsupported(node, why)
+        raise UnsupportedExportError(f"ember.onnx.export: {why}")
 
     def unsupported(self, node, why: str):
         """Raise the error for an op that this lowering cannot express."""

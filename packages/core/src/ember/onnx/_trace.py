@@ -10,7 +10,9 @@ output axes follow them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+import numpy as np
 
 from .._tensor import Tensor
 from ..autograd import function as _function
@@ -20,21 +22,28 @@ from .errors import UnsupportedExportError
 
 @dataclass
 class Record:
-    """One op call: the Op ctx, its positional inputs, keyword attributes and output tensors."""
+    """One op call: the Op ctx, its positional inputs, keyword attributes and output tensors.
+
+    An input tensor that an earlier in-place op changed is recorded as the op
+    output whose value was copied into it (so the graph reads the new value).
+    """
 
     op: object
     inputs: tuple
     attrs: dict
     outputs: tuple
-    versions: tuple = field(default=())  # the outputs' version counters when recorded
 
 
 class Trace:
-    """Records the op calls made while it is active (use as a context manager)."""
+    """Records the op calls made while it is active (use as a context manager around the model call)."""
 
-    def __init__(self):
+    def __init__(self, args=()):
         self.records: list[Record] = []
         self._ctxs: list = []
+        self._seen: dict = {}    # id(tensor) -> (version, tensor, number of records when seen)
+        self._alias: dict = {}   # id(tensor changed in place) -> the op output holding its value
+        for a in args:
+            self._see(a)
 
     def __enter__(self):
         if _function.TRACE is not None:
@@ -51,8 +60,34 @@ class Trace:
         self._ctxs.append(ctx)
         return ctx
 
+    def _see(self, t):
+        if isinstance(t, Tensor):
+            self._seen[id(t)] = (t._vc[0], t, len(self.records))
+
+    def current(self, t):
+        """The tensor whose recorded value ``t`` holds now (``t`` itself unless it was changed in place)."""
+        if not isinstance(t, Tensor):
+            return t
+        seen = self._seen.get(id(t))
+        if seen is None or seen[0] == t._vc[0]:
+            return self._alias.get(id(t), t)
+        data = t.detach().cpu().numpy()
+        for rec in reversed(self.records[seen[2]:]):
+            for o in rec.outputs:
+                if o is not t and o.shape == t.shape and o.dtype == t.dtype and \
+                        np.array_equal(o.detach().cpu().numpy(), data, equal_nan=True):
+                    self._alias[id(t)] = o
+                    self._seen[id(t)] = (t._vc[0], t, len(self.records))
+                    return o
+        raise UnsupportedExportError("ember.onnx.export: a tensor was modified in place in a way the trace cannot "
+                                     "follow (e.g. assignment into a slice); write the model without it")
+
     def run(self, cls, inputs, attrs):
         """Run ``cls.apply(*inputs, **attrs)`` untraced and record it."""
+        recorded = tuple(self.current(x) for x in inputs)
+        for x in inputs:
+            if isinstance(x, Tensor) and id(x) not in self._seen:
+                self._see(x)
         _function.TRACE = None
         _function.new_ctx = self._new_ctx
         start = len(self._ctxs)
@@ -64,7 +99,10 @@ class Trace:
         outputs = out if isinstance(out, tuple) else (out,)
         ctx = self._ctxs[start] if len(self._ctxs) > start else None
         del self._ctxs[start:]
-        self.records.append(Record(ctx, inputs, dict(attrs), outputs, tuple(o._vc[0] for o in outputs)))
+        self.records.append(Record(ctx, recorded, dict(attrs), outputs))
+        for o in outputs:
+            self._see(o)
+            self._alias.pop(id(o), None)
         return out
 
 
@@ -80,6 +118,7 @@ def flatten_outputs(out) -> list:
 
 def trace(model, args: tuple) -> tuple[Trace, list]:
     """Run ``model(*args)`` without gradients under a trace; the trace and the output tensors."""
-    with no_grad(), Trace() as tr:
+    with no_grad(), Trace(args) as tr:
         out = model(*args)
-    return tr, flatten_outputs(out)
+        outputs = [tr.current(t) for t in flatten_outputs(out)]
+    return tr, outputs

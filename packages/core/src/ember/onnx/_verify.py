@@ -31,7 +31,10 @@ def verify(model, args, rtol: float = 1e-5, atol: float = 1e-5, input_names=None
 
     args = as_args(args)
     proto = build_model(model, args, input_names, output_names, dynamic_axes, opset_version)
-    onnx.checker.check_model(proto, full_check=True)
+    try:
+        onnx.checker.check_model(proto, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
+        raise VerificationError(f"ember.onnx.verify: the exported model fails onnx.checker: {exc}") from exc
     session = onnxruntime.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     diffs: list = []

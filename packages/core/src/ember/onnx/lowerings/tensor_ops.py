@@ -29,40 +29,36 @@ def _ints(g, values):
 def shape_input(g, node, x, shape, input_index=0):
     """A shape tensor for ``Reshape`` of ``node``'s input ``x`` to the traced ``shape`` (output 0).
 
-    Output axes that follow a dynamic axis become ``0`` (copy the input's size at
-    the same position), the size of a matching dynamic input axis (through
-    ``Shape``), or ``-1`` for one left over.
+    An output axis that follows a dynamic axis becomes ``0`` (the input's size
+    at the same position), the size of the input axis that has its size in
+    both traces (through ``Shape``), or ``-1`` for one left over.
     """
     shape = [int(s) for s in shape]
     out_dyn = sorted(a for j, a in node.output_dynamic if j == 0)
     if not out_dyn:
         return _ints(g, shape)
-    in_shape = node.input_shapes[input_index]
-    in_dyn = sorted(a for i, a in node.dynamic if i == input_index)
-    pieces = list(shape)
-    left = []
-    for a in out_dyn:
-        if a in in_dyn and a < len(in_shape) and in_shape[a] == shape[a]:
-            pieces[a] = 0
+    in_a = node.input_shapes[input_index]
+    in_b = node.input_shapes_alt[input_index] if node.input_shapes_alt else in_a
+    out_b = node.output_shapes_alt[0] if node.output_shapes_alt else shape
+    in_dyn = [a for i, a in node.dynamic if i == input_index]
+    pieces, left = list(shape), []
+    for k in out_dyn:
+        same = [a for a in in_dyn if in_a[a] == shape[k] and in_b[a] == out_b[k]]
+        if k in same:
+            pieces[k] = 0
+        elif same:
+            pieces[k] = ("gather", same[0])
         else:
-            left.append(a)
-    if len(left) == 1:
+            left.append(k)
+    if left:
         pieces[left[0]] = -1
-        return _ints(g, pieces)
-    if not left:
+    for k in left[1:]:
+        pieces[k] = ("size", g.symbolic_size(shape[k], out_b[k], node))
+    if not any(isinstance(p, tuple) for p in pieces):
         return _ints(g, pieces)
     sizes = g.op("Shape", x)
-    free = [a for a in in_dyn if a not in out_dyn or pieces[a] != 0]
-    parts = []
-    for k, s in enumerate(pieces):
-        if k in left:
-            match = next((a for a in free if in_shape[a] == shape[k]), None)
-            if match is None:
-                g.unsupported(node, f"cannot tell which dynamic input axis gives output axis {k}")
-            free.remove(match)
-            parts.append(g.op("Gather", sizes, _ints(g, [match]), axis=0))
-        else:
-            parts.append(_ints(g, [s]))
+    parts = [(g.op("Gather", sizes, _ints(g, [p[1]]), axis=0) if p[0] == "gather" else p[1])
+             if isinstance(p, tuple) else _ints(g, [p]) for p in pieces]
     return g.op("Concat", *parts, axis=0)
 
 
@@ -135,10 +131,6 @@ def lower_log1p(g, node):
     return [g.op("Log", g.op("Add", node.inputs[0], _scalar(g, node, 1)))]
 
 
-def lower_square(g, node):
-    return [g.op("Mul", node.inputs[0], node.inputs[0])]
-
-
 def lower_frac(g, node):
     x = node.inputs[0]
     return [g.op("Sub", x, g.op("Mul", g.op("Sign", x), g.op("Floor", g.op("Abs", x))))]
@@ -168,6 +160,42 @@ def lower_clamp(g, node):
     if hi is not None:
         x = g.op("Min", x, hi)
     return [x]
+
+
+def _as_bool(g, node, i):
+    x = node.inputs[i]
+    return x if node.input_dtypes[i].name == "bool" else g.op("Not", g.op("Equal", x, g.const(
+        np.zeros((), dtype=np.dtype(node.input_dtypes[i].name)))))
+
+
+def _logical(op_type):
+    def lower(g, node):
+        if op_type == "Not":
+            return [g.op("Not", _as_bool(g, node, 0))]
+        return [g.op(op_type, _as_bool(g, node, 0), _as_bool(g, node, 1))]
+    return lower
+
+
+def _bitwise(op_type):
+    def lower(g, node):
+        if g.opset < 18:
+            g.unsupported(node, f"ONNX has {op_type} from opset 18 on (export with opset_version=18)")
+        return [g.op(op_type, *node.inputs[:2])]
+    return lower
+
+
+def lower_bitwise_not(g, node):
+    if node.input_dtypes[0].name != "bool":
+        return _bitwise("BitwiseNot")(g, node)
+    return [g.op("Not", node.inputs[0])]
+
+
+def _all_any(reduce_op):
+    def lower(g, node):
+        x = g.op("Cast", _as_bool(g, node, 0), to=onnx_dtype(np.int32))
+        out = _axes_arg(g, reduce_op, x, node.attrs.get("dims"), node.attrs.get("keepdim", False))
+        return [g.op("Cast", out, to=onnx_dtype(node.output_dtypes[0]))]
+    return lower
 
 
 def lower_ne(g, node):
@@ -344,49 +372,74 @@ def lower_squeeze(g, node):
 
 
 def lower_expand(g, node):
+    """``Expand``; a dynamic size the input has stays 1 (Expand broadcasts both ways), one it lacks is computed
+    from the graph inputs' sizes."""
     in_shape, out_shape = node.input_shapes[0], node.output_shapes[0]
+    out_alt = node.output_shapes_alt[0] if node.output_shapes_alt else out_shape
     lead = len(out_shape) - len(in_shape)
-    target = list(out_shape)
-    for a in sorted(a for j, a in node.output_dynamic if j == 0):
+    pieces = [_ints(g, [s]) for s in out_shape]
+    dynamic = sorted(a for j, a in node.output_dynamic if j == 0)
+    for a in dynamic:
         own = in_shape[a - lead] if a >= lead else 1
-        if a < lead or own != out_shape[a]:
-            g.unsupported(node, f"expanding axis {a} to a dynamic size that the input does not have")
-        target[a] = 1  # Expand broadcasts both ways: 1 keeps the input's size
-    return [g.op("Expand", node.inputs[0], _ints(g, target))]
+        if own == out_shape[a] and (0, a - lead) in node.dynamic:
+            pieces[a] = _ints(g, [1])
+        else:
+            pieces[a] = g.symbolic_size(out_shape[a], out_alt[a], node)
+    if not dynamic:
+        return [g.op("Expand", node.inputs[0], _ints(g, out_shape))]
+    return [g.op("Expand", node.inputs[0], g.op("Concat", *pieces, axis=0))]
+
+
+def _from_end(value, alt, size, size_alt):
+    """A start/stop/index that the second trace shows to count from the end (``-1``, ``:-2``) as negative."""
+    if value is None or alt is None or value == alt or value - size != alt - size_alt:
+        return value
+    return value - size
 
 
 def lower_basic_index(g, node):
-    """``a[key]`` (ints, in-bounds slices, None, a trailing Ellipsis): Slice, then Squeeze, then Unsqueeze."""
+    """``a[key]`` (ints, in-bounds slices, None, a trailing Ellipsis): Slice, then Squeeze, then Unsqueeze.
+
+    On a dynamic axis, a position that the second trace shows to count from the end is written negative.
+    """
     key = node.attrs["key"]
     key = key if isinstance(key, tuple) else (key,)
-    nd = len(node.input_shapes[0])
+    alt = node.attrs_alt["key"] if node.attrs_alt else key
+    alt = alt if isinstance(alt, tuple) else (alt,)
+    shape = node.input_shapes[0]
+    shape_alt = node.input_shapes_alt[0] if node.input_shapes_alt else shape
+    nd = len(shape)
     starts, ends, axes, steps, int_axes, new_axes = [], [], [], [], [], []
     dim = out_pos = 0
-    for k in key:
+    for pos, k in enumerate(key):
         if k is Ellipsis:
-            skipped = nd - dim - sum(1 for j in key[key.index(k) + 1:] if j is not None and j is not Ellipsis)
+            skipped = nd - dim - sum(1 for j in key[pos + 1:] if j is not None and j is not Ellipsis)
             dim += skipped
             out_pos += skipped
-        elif k is None:
+            continue
+        if k is None:
             new_axes.append(out_pos)
             out_pos += 1
-        elif isinstance(k, slice):
-            start, stop, step = k.start or 0, k.stop, k.step or 1
+            continue
+        n, n_alt, k_alt = shape[dim], shape_alt[dim], alt[pos]
+        if isinstance(k, slice):
+            start = _from_end(k.start or 0, k_alt.start or 0, n, n_alt)
+            stop = _from_end(k.stop, k_alt.stop, n, n_alt)
+            step = k.step or 1
             if (start, stop, step) != (0, None, 1):
                 starts.append(start)
                 ends.append(INT64_MAX if stop is None else stop)
                 axes.append(dim)
                 steps.append(step)
-            dim += 1
             out_pos += 1
         else:
-            i = int(k)
+            i = _from_end(int(k), int(k_alt), n, n_alt)
             starts.append(i)
-            ends.append(i + 1)
+            ends.append(INT64_MAX if i == -1 else i + 1)
             axes.append(dim)
             steps.append(1)
             int_axes.append(dim)
-            dim += 1
+        dim += 1
     x = node.inputs[0]
     if axes:
         x = g.op("Slice", x, _ints(g, starts), _ints(g, ends), _ints(g, axes), _ints(g, steps))
@@ -479,13 +532,21 @@ def lower_cumsum(g, node):
 
 
 # -- indexing ------------------------------------------------------------------------------------------------------
+def _index(g, array):
+    """The ``index=`` array of an op: the model's own tensor (as int64) or a constant."""
+    name = g.value_of(array)
+    if name is None:
+        return g.const(np.asarray(array, dtype=np.int64))
+    return name if str(array.dtype) == "int64" else g.op("Cast", name, to=onnx_dtype(np.int64))
+
+
 def lower_index_select(g, node):
-    index = g.const(np.asarray(node.attrs["index"], dtype=np.int64))
+    index = _index(g, node.attrs["index"])
     return [g.op("Gather", node.inputs[0], index, axis=int(node.attrs.get("dim", 0)))]
 
 
 def lower_gather(g, node):
-    index = g.const(np.asarray(node.attrs["index"], dtype=np.int64))
+    index = _index(g, node.attrs["index"])
     return [g.op("GatherElements", node.inputs[0], index, axis=int(node.attrs.get("dim", 0)))]
 
 
@@ -527,12 +588,16 @@ LOWERINGS: dict = {
     "rsqrt": lambda g, node: [g.op("Reciprocal", g.op("Sqrt", node.inputs[0]))],
     "exp2": _then("Pow", 2.0, first=True)(None),
     "log2": _then("Div", math.log(2.0))("Log"), "log10": _then("Div", math.log(10.0))("Log"),
-    "expm1": _then("Sub", 1.0)("Exp"), "log1p": lower_log1p, "square": lower_square, "frac": lower_frac,
+    "expm1": _then("Sub", 1.0)("Exp"), "log1p": lower_log1p, "frac": lower_frac,
     "trunc": lambda g, node: [g.op("Mul", g.op("Sign", node.inputs[0]), g.op("Floor", g.op("Abs", node.inputs[0])))],
     "round": lower_round, "clamp": lower_clamp, "ne": lower_ne, "where": lower_where,
     "maskedfill": lower_masked_fill, "maskedfilltensor": lower_masked_fill, "to": lower_to,
     "isnan": lower_isnan, "isinf": lower_isinf, "isposinf": lower_isposinf, "isneginf": lower_isneginf,
     "isfinite": lower_isfinite,
+    "logicaland": _logical("And"), "logicalor": _logical("Or"), "logicalxor": _logical("Xor"),
+    "logicalnot": _logical("Not"), "bitwisenot": lower_bitwise_not,
+    "bitwiseand": _bitwise("BitwiseAnd"), "bitwiseor": _bitwise("BitwiseOr"), "bitwisexor": _bitwise("BitwiseXor"),
+    "all": _all_any("ReduceMin"), "any": _all_any("ReduceMax"),
     "gelu": lower_gelu, "silu": lower_silu, "softplus": lower_softplus, "leakyrelu": lower_leakyrelu,
     "hardtanh": lower_hardtanh, "hardsigmoid": lower_hardsigmoid, "threshold": lower_threshold,
     "hardshrink": lower_hardshrink, "softshrink": lower_softshrink, "elu": lower_elu, "selu": lower_elu,
