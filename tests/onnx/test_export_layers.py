@@ -2,6 +2,7 @@
 reader expects, and onnxruntime gives ember's output (float32, within 1e-5), over the layer's options."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import ember
 import ember.nn.functional as F
@@ -87,7 +88,8 @@ def test_conv1d(tmp_path, kwargs):
 
 @pytest.mark.parametrize("kwargs", [
     dict(), dict(stride=2, padding=1, output_padding=1), dict(stride=3, output_padding=2, groups=2),
-    dict(stride=2, padding=2, dilation=2, output_padding=1), dict(padding=(1, 0), stride=(1, 2))])
+    dict(stride=2, padding=2, dilation=2, output_padding=1), dict(padding=(1, 0), stride=(1, 2)),
+    dict(dilation=2, output_padding=1), dict(dilation=3, output_padding=(2, 0), bias=False)])
 def test_conv_transpose2d(tmp_path, kwargs):
     assert_exports(tmp_path, nn.ConvTranspose2d(4, 6, 3, **kwargs), randn(2, 4, 5, 6), uses="ConvTranspose")
 
@@ -120,6 +122,44 @@ def test_avg_pool(tmp_path, kwargs, ceil_mode, count_include_pad):
     assert_exports(tmp_path, nn.AvgPool1d(**opts), randn(3, 5), uses="AveragePool")  # unbatched
 
 
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
+                                    dict(kernel_size=(2, 3), stride=1, padding=(1, 0), count_include_pad=False)])
+def test_avg_pool_divisor_override(tmp_path, kwargs):
+    assert_exports(tmp_path, nn.AvgPool2d(divisor_override=3, **kwargs), randn(2, 3, 7, 8), uses="AveragePool")
+
+
+@st.composite
+def pool_configs(draw):
+    """A valid 1-D pooling configuration: (length, kernel, stride, padding, dilation, ceil_mode)."""
+    k = draw(st.integers(1, 4))
+    d = draw(st.integers(1, 3))
+    p = draw(st.integers(0, k // 2))
+    s = draw(st.integers(1, 4))
+    n = draw(st.integers(max(d * (k - 1) + 1 - 2 * p, 1), 12))
+    return n, k, s, p, d, draw(st.booleans())
+
+
+@settings(max_examples=25, deadline=None)
+@given(pool_configs(), st.booleans())
+def test_pool_windows_match_onnxruntime(tmp_path_factory, config, count_include_pad):
+    n, k, s, p, d, ceil = config
+    x = randn(2, 3, n)
+    assert_exports(tmp_path_factory.mktemp("max"), nn.MaxPool1d(k, s, p, d, ceil_mode=ceil), x)
+    if d == 1:
+        avg = nn.AvgPool1d(k, s, p, ceil_mode=ceil, count_include_pad=count_include_pad)
+        assert_exports(tmp_path_factory.mktemp("avg"), avg, x)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 9), st.integers(1, 9), st.sampled_from(["nearest", "nearest-exact", "linear"]),
+       st.sampled_from([None, True, False]), st.booleans())
+def test_resampling_sizes_match_onnxruntime(tmp_path_factory, n, out, mode, align, by_scale):
+    align = align if mode == "linear" else None
+    how = dict(scale_factor=out / n) if by_scale else dict(size=out)
+    assert_exports(tmp_path_factory.mktemp("resize"), nn.Upsample(mode=mode, align_corners=align, **how),
+                   randn(1, 2, n))
+
+
 def test_ceil_mode_window_starting_in_the_padding_is_dropped(tmp_path):
     # PyTorch drops the last window of a ceil-mode pool when it would start in the right padding: length 5,
     # kernel 2, stride 2, padding 1 gives 3 outputs (ONNX's formula alone would give 4)
@@ -139,13 +179,13 @@ def test_adaptive_pool1d_and_max(tmp_path):
     assert_exports(tmp_path, nn.AdaptiveAvgPool1d(1), randn(3, 7))  # unbatched
     assert_exports(tmp_path, nn.AdaptiveMaxPool2d((2, 4), return_indices=True), randn(2, 3, 6, 8), uses="MaxPool")
     assert_exports(tmp_path, nn.AdaptiveMaxPool1d(1), randn(2, 3, 7), uses="MaxPool")
+    assert_exports(tmp_path, nn.AdaptiveMaxPool2d((3, 5)), randn(2, 3, 7, 8), uses="Max")  # uneven windows
+    assert_exports(tmp_path, nn.AdaptiveMaxPool1d(4), randn(3, 9), uses="Max")
 
 
 def test_inexpressible_pools_raise_naming_the_op(tmp_path):
-    with pytest.raises(ember.onnx.UnsupportedExportError, match="adaptive_max_pool2d.*multiple"):
-        export_and_run(tmp_path, nn.AdaptiveMaxPool2d((3, 3)), [randn(1, 2, 7, 7)])
-    with pytest.raises(ember.onnx.UnsupportedExportError, match="avg_pool2d.*divisor_override"):
-        export_and_run(tmp_path, nn.AvgPool2d(2, divisor_override=3), [randn(1, 2, 4, 4)])
+    with pytest.raises(ember.onnx.UnsupportedExportError, match="adaptive_max_pool2d_with_indices.*multiple"):
+        export_and_run(tmp_path, nn.AdaptiveMaxPool2d((3, 3), return_indices=True), [randn(1, 2, 7, 7)])
 
 
 # -- normalisation --------------------------------------------------------------------------------------------
@@ -166,6 +206,12 @@ def test_batch_norm_eval(tmp_path, affine):
     assert_exports(tmp_path, _with_stats(nn.BatchNorm2d(3, affine=affine, eps=1e-3)), randn(2, 3, 4, 5),
                    uses="BatchNormalization")
     assert_exports(tmp_path, _with_stats(nn.BatchNorm1d(3, affine=affine)), randn(4, 3), uses="BatchNormalization")
+
+
+def test_batch_norm_with_float64_statistics_on_a_float32_input(tmp_path):
+    model = Fn(lambda m, x: F.batch_norm(x, m.mean, m.var, m.w, None, eps=1e-3),
+               mean=ember.randn(3, dtype=ember.float64), var=ember.rand(3, dtype=ember.float64) + 0.5, w=randn(3))
+    assert_exports(tmp_path, model, randn(2, 3, 4), uses="Cast")
 
 
 def test_batch_norm_without_running_stats_and_instance_norm_use_the_batch(tmp_path):
@@ -269,6 +315,40 @@ class _StatefulLSTM(nn.Module):
         return out, h, c
 
 
-def test_lstm_projection_is_not_expressible(tmp_path):
-    with pytest.raises(ember.onnx.UnsupportedExportError, match="proj_size"):
-        export_and_run(tmp_path, nn.LSTM(4, 5, proj_size=3), [randn(6, 2, 4)])
+@pytest.mark.parametrize("kwargs", [dict(), dict(num_layers=2, bidirectional=True, batch_first=True)])
+def test_lstm_with_projection_is_a_scan_over_the_cell(tmp_path, kwargs):
+    lstm = nn.LSTM(4, 5, proj_size=3, **kwargs)
+    assert_exports(tmp_path, lstm, randn(6, 2, 4), uses="Scan")
+    batch_axis = 0 if kwargs else 1
+    other = (7, 2, 4) if kwargs else (6, 7, 4)
+    diffs = ember.onnx.verify(lstm.eval(), (randn(6, 2, 4),), input_names=["x"],
+                              dynamic_axes={"x": {batch_axis: "batch"}}, other_args=[(randn(*other),)])
+    assert max(diffs) <= 1e-5
+
+
+def test_lstm_with_projection_and_given_states(tmp_path):
+    model = Fn(lambda m, x, h, c: m.lstm(x, (h, c)))
+    model.lstm = nn.LSTM(4, 5, proj_size=3)
+    assert_exports(tmp_path, model, randn(6, 2, 4), randn(1, 2, 3), randn(1, 2, 5), uses="Scan")
+
+
+# -- a dynamic batch axis -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("layer, shape", [
+    (nn.Upsample(size=(5, 7), mode="bilinear"), (2, 3, 4, 5)), (nn.Upsample(scale_factor=2), (2, 3, 4, 5)),
+    (nn.GroupNorm(2, 4), (2, 4, 3, 5)), (nn.AdaptiveAvgPool2d((3, 5)), (2, 3, 7, 8)),
+    (nn.MaxPool2d(3, 2, 1, ceil_mode=True), (2, 3, 7, 6)), (nn.CircularPad2d(1), (2, 3, 4, 5)),
+    (nn.BatchNorm2d(3, track_running_stats=False), (2, 3, 4, 5)), (nn.Linear(5, 4), (2, 3, 5)),
+    (nn.LSTM(5, 4, batch_first=True, bidirectional=True), (2, 3, 5)), (nn.GRU(5, 4, num_layers=2), (3, 2, 5))])
+def test_dynamic_batch(layer, shape):
+    batch_axis = 1 if isinstance(layer, nn.GRU) else 0
+    other = list(shape)
+    other[batch_axis] += 3
+    diffs = ember.onnx.verify(layer.eval(), (randn(*shape),), input_names=["x"],
+                              dynamic_axes={"x": {batch_axis: "batch"}}, other_args=[(randn(*other),)])
+    assert max(diffs) <= 1e-5
+
+
+def test_max_pool_window_of_padding_only_is_minus_infinity(tmp_path):
+    # length 1, kernel 2, dilation 2, padding 1: the first window's taps are at -1 and 1, both padding
+    proto = assert_exports(tmp_path, nn.MaxPool1d(2, 1, 1, dilation=2), randn(2, 3, 1))
+    assert "Where" in {n.op_type for n in proto.graph.node}

@@ -14,7 +14,8 @@ import math
 import numpy as np
 
 from ..._dtype import numpy_dtype
-from ...ops._pool_windows import pooled_size
+from ...ops._pool_windows import AdaptiveWindows, Windows, pool_windows, pooled_size
+from .._graph import onnx_dtype
 
 
 # -- small graph helpers ----------------------------------------------------------------------------------------
@@ -101,7 +102,14 @@ def convolution(g, node):
     if not transposed:
         return [g.op("Conv", *inputs, **common)]
     output_padding = [max(-hi, 0) for _, hi in geometry.padding]
-    return [g.op("ConvTranspose", *inputs, output_padding=output_padding, **common)]
+    if all(p < s for p, s in zip(output_padding, geometry.stride)):
+        return [g.op("ConvTranspose", *inputs, output_padding=output_padding, **common)]
+    # onnxruntime wants output_padding < stride (PyTorch allows it up to the dilation): pad the result instead,
+    # then add the bias, which the extra positions hold too
+    out = g.op("ConvTranspose", *inputs[:2], **common)
+    rank = len(node.input_shapes[0])
+    out = g.op("Pad", out, _ints(g, [0] * rank + [0, 0] + output_padding), mode="constant")
+    return [out if len(inputs) < 3 else g.op("Add", out, _per_channel(g, inputs[2], rank))]
 
 
 # -- pooling ------------------------------------------------------------------------------------------------------
@@ -131,7 +139,23 @@ def _pool(g, node, op_type, **extra):
         outs = [g.op("Slice", o, _ints(g, [0] * nd), _ints(g, sizes), _ints(g, axes)) for o in outs]
     if with_indices:  # ONNX counts over the whole tensor, PyTorch within each (flattened) plane
         outs[1] = g.op("Mod", outs[1], _ints(g, math.prod(shape[-nd:])))
+    if op_type == "MaxPool":
+        outs[0] = _padding_only_windows(g, node, outs[0], shape[-nd:], k, s, p, d, ceil)
     return [_squeeze(g, o, [0]) for o in outs] if unbatched else outs
+
+
+def _padding_only_windows(g, node, y, spatial, k, s, p, d, ceil):
+    """``y`` with ``-inf`` (PyTorch's maximum of nothing but padding) where a dilated window reads no input;
+    onnxruntime gives the lowest finite value there."""
+    empty = np.zeros(())
+    for win in (Windows(n, *w, ceil) for n, w in zip(spatial, zip(k, s, p, d))):
+        reads = np.any([win.valid(j) for j in range(win.k)], axis=0)
+        empty = np.logical_or.outer(empty, ~reads)
+    if not empty.any():
+        return y
+    dtype = _np(node.input_dtypes[0])
+    lowest = -np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).min
+    return g.op("Where", g.const(empty), g.const(np.asarray(lowest, dtype=dtype)), y)
 
 
 def max_pool(g, node):
@@ -139,9 +163,19 @@ def max_pool(g, node):
 
 
 def avg_pool(g, node):
-    if node.attrs.get("divisor_override"):
-        g.unsupported(node, "avg_pool with divisor_override has no ONNX AveragePool equivalent")
-    return _pool(g, node, "AveragePool", count_include_pad=int(node.attrs["count_include_pad"]))
+    """``AveragePool``; with ``divisor_override`` the window average (padding counted) is rescaled by each
+    window's size over the override, a constant per output position."""
+    override = node.attrs.get("divisor_override")
+    if not override:
+        return _pool(g, node, "AveragePool", count_include_pad=int(node.attrs["count_include_pad"]))
+    a = node.attrs
+    windows = pool_windows(node.input_shapes[0], a["kernel_size"], a["stride"], a["padding"],
+                           (1,) * len(a["kernel_size"]), a["ceil_mode"])
+    sizes = np.ones(())
+    for w in windows:
+        sizes = np.multiply.outer(sizes, np.asarray(w.counts(True), dtype=np.float64))
+    factor = g.const((sizes / override).astype(_np(node.input_dtypes[0])))
+    return [g.op("Mul", _pool(g, node, "AveragePool", count_include_pad=1)[0], factor)]
 
 
 def _averaging_matrix(n, out):
@@ -171,8 +205,14 @@ def _adaptive(g, node, op_type):
             outs[1] = g.op("Mod", outs[1], _ints(g, math.prod(spatial)))
         return [_squeeze(g, o, [0]) for o in outs] if unbatched else outs
     if op_type == "MaxPool":
-        g.unsupported(node, f"adaptive max pooling of size {spatial} to {size} has uneven windows; ONNX can "
-                            "express it only when each input size is a multiple of the output size")
+        if len(node.output_shapes) == 2:
+            g.unsupported(node, f"adaptive max pooling of size {spatial} to {size} with return_indices has uneven "
+                                "windows; ONNX can give indices only when each input size is a multiple of the "
+                                "output size")
+        for axis, n, m in zip(range(-nd, 0), spatial, size):  # the maximum over each window's taps, axis by axis
+            taps = [g.op("Gather", x, _ints(g, list(t)), axis=axis) for t in AdaptiveWindows(n, m).taps]
+            x = taps[0] if len(taps) == 1 else g.op("Max", *taps)
+        return [x]
     # uneven windows: averaging is linear along each dimension, a product with a constant matrix
     dtype = _np(node.input_dtypes[0])
     if nd == 2:  # rows first: [outH, H] @ [..., H, W]
@@ -203,13 +243,8 @@ def batch_norm(g, node):
     params = [weight, bias, mean, var]
     for i, v in enumerate(params):  # statistics kept in another precision are used in the input's
         if node.input_dtypes[[3, 4, 1, 2][i]] not in (None, dtype):
-            params[i] = g.op("Cast", v, to=_onnx_type(dtype))
+            params[i] = g.op("Cast", v, to=onnx_dtype(dtype))
     return [g.op("BatchNormalization", x, *params, epsilon=float(node.attrs.get("eps", 1e-5)))]
-
-
-def _onnx_type(dtype):
-    from onnx import helper
-    return helper.np_dtype_to_tensor_dtype(np.dtype(_np(dtype)))
 
 
 def batch_norm_training(g, node):
@@ -376,7 +411,8 @@ def _resize_form(maps, mode, align_corners, scale_factors):
             for a, want, sf in zip(axes, ember, scales):
                 n, out = by_axis[a].size, by_axis[a].out
                 scale = f32(sf) if use_scales else f32(out) / f32(n)
-                if use_scales and int(f32(sf) * f32(n)) != out:
+                if use_scales and not math.floor(float(f32(sf)) * n) == int(f32(sf) * f32(n)) == out:
+                    # the output size that shape inference (double) and onnxruntime (float) derive must be ember's
                     ok = False
                     break
                 got = _resize_matrix(n, out, scale, transform, nearest_mode)

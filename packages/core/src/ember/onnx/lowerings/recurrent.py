@@ -10,11 +10,14 @@ constant permutation matrix that reorders PyTorch's gate blocks into ONNX's
 product with a permutation matrix is exact, so the node computes what ember's
 op computes; the recurrent weights ``R`` are ``W_hh`` with its rows reordered
 the same way, and GRU's ``b_hh`` (which PyTorch applies inside ``r * (.)``,
-ONNX's ``linear_before_reset=1``) goes to the recurrent half of ``B``.
+ONNX's ``linear_before_reset=1``) goes to the recurrent half of ``B``. An LSTM
+with ``proj_size`` (a projection ONNX's LSTM lacks) becomes a ``Scan`` over
+PyTorch's cell.
 """
 from __future__ import annotations
 
 import numpy as np
+from onnx import numpy_helper
 
 from ..._dtype import numpy_dtype
 
@@ -36,7 +39,6 @@ def _rows(order, hidden):
 def _zero_constant(g, name):
     """Whether ``name`` is a constant of zeros: the initial states a layer makes itself when none are given
     (they are constants of the traced batch size, so they are left to ONNX's default of zeros instead)."""
-    from onnx import numpy_helper
     for proto in getattr(g, "initializers", ()):
         if proto.name == name:
             return not numpy_helper.to_array(proto).any()
@@ -76,16 +78,63 @@ def rnn(g, node):
 
 
 def lstm(g, node):
-    """LSTM as ONNX ``LSTM`` (without ``proj_size``: ONNX's LSTM has no projection of the hidden state)."""
-    x_proj, w_hh, h0, c0, w_hr = node.inputs
+    """LSTM as ONNX ``LSTM``; with ``proj_size`` (which ONNX's LSTM lacks) as a ``Scan`` over the cell."""
+    _, _, h0, c0, w_hr = node.inputs
     if w_hr is not None:
-        g.unsupported(node, "LSTM with proj_size > 0: ONNX's LSTM operator has no hidden-state projection")
+        return _projected_lstm(g, node)
     return _recurrence(g, node, "LSTM", _LSTM_ORDER, initial=(h0, c0))
+
+
+def _state(g, node, name, size):
+    """An initial state for ``Scan``: the given one, or zeros sized by ``x_proj``'s (possibly dynamic) batch."""
+    if not _zero_constant(g, name):
+        return name
+    shape = g.op("Concat", g.op("Shape", node.inputs[0], start=1, end=2), _ints(g, [size]), axis=0)
+    zero = numpy_helper.from_array(np.zeros(1, dtype=numpy_dtype(node.input_dtypes[0])), "")
+    return g.op("ConstantOfShape", shape, value=zero)
+
+
+def _projected_lstm(g, node):
+    """``Scan`` over time of PyTorch's LSTM cell with the projection ``h' = (o * tanh(c')) W_hr^T``."""
+    from onnx import helper
+    x_proj, w_hh, h0, c0, w_hr = node.inputs
+    hidden, projected = node.input_shapes[0][2] // 4, node.input_shapes[4][0]
+    elem = helper.np_dtype_to_tensor_dtype(numpy_dtype(node.input_dtypes[0]))
+    w_t, w_hr_t = (g.op("Transpose", w, perm=[1, 0]) for w in (w_hh, w_hr))
+    names = {k: g.fresh(f"lstm_cell_{k}") for k in ("h", "c", "x", "h_next", "c_next", "h_out")}
+    nodes = []
+
+    def op(op_type, *inputs, **attrs):
+        out = g.fresh(f"lstm_cell_{op_type}")
+        nodes.append(helper.make_node(op_type, list(inputs), [out], **attrs))
+        return out
+
+    pre = op("Add", names["x"], op("MatMul", names["h"], w_t))
+    split = [g.fresh("lstm_cell_gate") for _ in range(4)]
+    nodes.append(helper.make_node("Split", [pre], split, axis=1, **({"num_outputs": 4} if g.opset >= 18 else {})))
+    i, f, c_in, o = split
+    c_next = op("Add", op("Mul", op("Sigmoid", f), names["c"]), op("Mul", op("Sigmoid", i), op("Tanh", c_in)))
+    h_next = op("MatMul", op("Mul", op("Sigmoid", o), op("Tanh", c_next)), w_hr_t)
+    nodes += [helper.make_node("Identity", [c_next], [names["c_next"]]),
+              helper.make_node("Identity", [h_next], [names["h_next"]]),
+              helper.make_node("Identity", [h_next], [names["h_out"]])]
+
+    def info(key, size):
+        return helper.make_tensor_value_info(names[key], elem, ["batch", size])
+
+    body = helper.make_graph(nodes, g.fresh("lstm_cell"),
+                             [info("h", projected), info("c", hidden), info("x", 4 * hidden)],
+                             [info("h_next", projected), info("c_next", hidden), info("h_out", projected)])
+    direction = [1 if node.attrs.get("reverse", False) else 0]
+    h_n, c_n, out = g.op("Scan", _state(g, node, h0, projected), _state(g, node, c0, hidden), x_proj,
+                         outputs=3, body=body, num_scan_inputs=1, scan_input_directions=direction,
+                         scan_output_directions=direction)
+    return [out, h_n, c_n]
 
 
 def gru(g, node):
     """GRU as ONNX ``GRU`` with ``linear_before_reset=1`` (PyTorch's ``r * (h W_hn^T + b_hn)``)."""
-    x_proj, w_hh, b_hh, h0 = node.inputs
+    _, _, b_hh, h0 = node.inputs
     return _recurrence(g, node, "GRU", _GRU_ORDER, bias=b_hh, initial=(h0,), linear_before_reset=1)
 
 
