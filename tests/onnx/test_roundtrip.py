@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import ember
+import ember.nn.models
 import ember.onnx
 from ember import nn
 from ember.onnx._import import load
@@ -57,6 +58,7 @@ MODELS = {
     "transformer-encoder": (lambda: nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True),
                             lambda n: ember.randn(n, 5, 8)),
     "embedding-conv1d-layernorm": (EmbeddingConv, lambda n: ember.randint(0, 10, (n, 7))),
+    "resnet18": (lambda: nn.models.resnet18(num_classes=3), lambda n: ember.randn(n, 3, 32, 32)),
 }
 
 
@@ -82,7 +84,7 @@ def test_loaded_model_matches_the_original_at_two_batch_sizes(name, tmp_path):
         np.testing.assert_allclose(loaded(x).detach().numpy(), expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["cnn", "lstm"])
+@pytest.mark.parametrize("name", ["cnn", "lstm", "resnet18"])
 def test_weights_come_back_under_their_names(name, tmp_path):
     model, make_input, path = exported(name, tmp_path)
     loaded = load(path)
