@@ -17,7 +17,8 @@ _UNARY = {
     "Neg": ember.neg, "Abs": ember.abs, "Exp": ember.exp, "Log": ember.log, "Sqrt": ember.sqrt,
     "Erf": ember.erf, "Tanh": ember.tanh, "Sigmoid": ember.sigmoid, "Relu": ember.relu,
     "Reciprocal": ember.reciprocal, "Floor": ember.floor, "Ceil": ember.ceil, "Sin": ember.sin, "Cos": ember.cos,
-    "Identity": lambda x: x, "Not": ember.logical_not,
+    "Identity": lambda x: x, "Not": ember.logical_not, "IsNaN": ember.isnan, "Sign": ember.sign,
+    "Round": ember.round,  # both round half to even
 }
 _BINARY = {
     "Add": ember.add, "Sub": ember.sub, "Mul": ember.mul, "MatMul": ember.matmul,
@@ -41,6 +42,11 @@ def _div(node, a, b):
     if a.is_floating_point():
         return ember.div(a, b)
     return ember.div(a, b, rounding_mode="trunc")  # ONNX integer division truncates
+
+
+@handles("Mod")
+def _mod(node, a, b):
+    return ember.fmod(a, b) if node.attr("fmod", 0) else ember.remainder(a, b)
 
 
 @handles("Pow")
@@ -80,6 +86,27 @@ def _elu(node, x):
 @handles("Softplus")
 def _softplus(node, x):
     return F.softplus(x)
+
+
+@handles("HardSigmoid")
+def _hard_sigmoid(node, x):
+    return ember.clamp(x * node.attr("alpha", 0.2) + node.attr("beta", 0.5), min=0.0, max=1.0)
+
+
+@handles("Shrink")
+def _shrink(node, x):
+    bias, lambd = node.attr("bias", 0.0), node.attr("lambd", 0.5)
+    return ember.where(x < -lambd, x + bias, ember.where(x > lambd, x - bias, ember.zeros_like(x)))
+
+
+@handles("IsInf")
+def _is_inf(node, x):
+    negative, positive = node.attr("detect_negative", 1), node.attr("detect_positive", 1)
+    if negative and positive:
+        return ember.isinf(x)
+    if positive:
+        return ember.isposinf(x)
+    return ember.isneginf(x) if negative else ember.zeros(x.shape, dtype=ember.bool, device=x.device)
 
 
 @handles("Gelu")
@@ -234,6 +261,50 @@ def _gather(node, data, indices):
     flat = ember.where(flat < 0, flat + size, flat)
     picked = ember.index_select(data, axis, flat)
     return picked.reshape(list(data.shape[:axis]) + list(indices.shape) + list(data.shape[axis + 1:]))
+
+
+@handles("GatherElements")
+def _gather_elements(node, data, indices):
+    axis = normalize_axis(node.attr("axis", 0), data.ndim)
+    indices = indices.to(ember.int64)
+    return ember.gather(data, axis, ember.where(indices < 0, indices + data.shape[axis], indices))
+
+
+@handles("OneHot")
+def _one_hot(node, indices, depth, values):
+    depth = int(depth.item())
+    axis = normalize_axis(node.attr("axis", -1), indices.ndim + 1)
+    indices = indices.to(ember.int64)
+    indices = ember.where(indices < 0, indices + depth, indices).unsqueeze(axis)
+    classes = ember.arange(depth, device=indices.device).reshape([depth] + [1] * (indices.ndim - axis - 1))
+    return ember.where(indices == classes, values[1], values[0])
+
+
+@handles("Tile")
+def _tile(node, x, repeats):
+    return ember.tile(x, ints(repeats))
+
+
+@handles("Trilu")
+def _trilu(node, x, k=None):
+    diagonal = 0 if k is None else int(k.item())
+    return ember.triu(x, diagonal) if node.attr("upper", 1) else ember.tril(x, diagonal)
+
+
+@handles("CumSum")
+def _cumsum(node, x, axis):
+    axis = normalize_axis(int(axis.item()), x.ndim)
+    if node.attr("reverse", 0):
+        x = ember.flip(x, [axis])
+    y = ember.cumsum(x, axis)
+    if node.attr("exclusive", 0):
+        y = y - x
+    return ember.flip(y, [axis]) if node.attr("reverse", 0) else y
+
+
+@handles("Einsum")
+def _einsum(node, *operands):
+    return ember.einsum(node.attr("equation"), *operands)
 
 
 @handles("Cast")
