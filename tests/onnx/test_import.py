@@ -179,6 +179,46 @@ def test_recurrent_import_gradcheck_float64():
     assert len(grad_params) == 6 and all(p.grad is not None for p in grad_params)
 
 
+def scan_model():
+    """A Scan with state, two scan inputs (one along axis 1, one reversed), outputs stacked on different axes,
+    and a body reading the outer initializer ``w``."""
+    vec = [helper.make_tensor_value_info(name, F32, [2]) for name in ("s", "xe", "ze", "s_next", "o1", "o2")]
+    body = helper.make_graph([make_node("Mul", ["xe", "w"], ["xw"]), make_node("Add", ["s", "xw"], ["s_next"]),
+                              make_node("Mul", ["s_next", "ze"], ["o1"]), make_node("Add", ["xe", "ze"], ["o2"])],
+                             "body", vec[:3], vec[3:])
+    scan = make_node("Scan", ["s0", "x", "z"], ["s_final", "y1", "y2"], body=body, num_scan_inputs=2,
+                     scan_input_axes=[0, 1], scan_input_directions=[0, 1], scan_output_axes=[0, -1],
+                     scan_output_directions=[1, 0])
+    return make_model([scan], {"s0": (F32, [2]), "x": (F32, [4, 2]), "z": (F32, [2, 4])},
+                      {"s_final": (F32, [2]), "y1": (F32, [4, 2]), "y2": (F32, [2, 4])}, {"w": rand(2)})
+
+
+def test_scan_matches_onnxruntime_and_trains_outer_weights():
+    model = scan_model()
+    arrays = [rand(2), rand(4, 2), rand(2, 4)]
+    module = load(model)
+    assert_same(run_ember(module, arrays), run_ort(model, arrays))
+    s_final, y1, y2 = module(*[ember.from_numpy(a) for a in arrays])
+    (s_final.sum() + y1.sum()).backward()
+    x = arrays[1]  # s_final = s0 + w * sum_t x_t, so d s_final.sum() / dw = sum_t x_t (plus y1's share)
+    assert module.w.grad is not None
+    s_steps = arrays[0] + np.cumsum(x * module.w.detach().numpy(), axis=0)
+    z_steps = arrays[2][:, ::-1].T
+    d_y1 = np.array([np.sum(x[:t + 1], axis=0) for t in range(4)]) * z_steps
+    np.testing.assert_allclose(module.w.grad.numpy(), x.sum(0) + d_y1.sum(0), rtol=1e-5)
+    assert np.allclose(s_steps[-1], s_final.detach().numpy(), atol=1e-6)
+
+
+def test_unsupported_op_inside_a_subgraph_fails_at_load():
+    body = helper.make_graph([make_node("Hardmax", ["xe"], ["o"], name="inner")], "body",
+                             [helper.make_tensor_value_info("xe", F32, [2])],
+                             [helper.make_tensor_value_info("o", F32, [2])])
+    scan = make_node("Scan", ["x"], ["y"], body=body, num_scan_inputs=1)
+    model = make_model([scan], {"x": (F32, [3, 2])}, {"y": (F32, [3, 2])})
+    with pytest.raises(UnsupportedImportError, match="Hardmax node 'inner'"):
+        load(model)
+
+
 # -- module structure -----------------------------------------------------------------------------------------
 def test_state_dict_keys_are_the_initializer_names():
     nodes = [make_node("Conv", ["x", "conv1.weight"], ["c"]),

@@ -10,10 +10,10 @@ from ember.onnx._import import load
 
 
 class RecurrentHead(nn.Module):
-    def __init__(self, cell):
+    def __init__(self, cell, **options):
         super().__init__()
-        self.rnn = cell(3, 4, num_layers=2, batch_first=True, bidirectional=True)
-        self.head = nn.Linear(8, 2)
+        self.rnn = cell(3, 4, num_layers=2, batch_first=True, bidirectional=True, **options)
+        self.head = nn.Linear(2 * options.get("proj_size", 4), 2)
 
     def forward(self, x):
         y, _ = self.rnn(x)
@@ -58,6 +58,7 @@ MODELS = {
     "transformer-encoder": (lambda: nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True),
                             lambda n: ember.randn(n, 5, 8)),
     "embedding-conv1d-layernorm": (EmbeddingConv, lambda n: ember.randint(0, 10, (n, 7))),
+    "lstm-proj_size-scan": (lambda: RecurrentHead(nn.LSTM, proj_size=3), lambda n: ember.randn(n, 5, 3)),
     "resnet18": (lambda: nn.models.resnet18(num_classes=3), lambda n: ember.randn(n, 3, 32, 32)),
 }
 

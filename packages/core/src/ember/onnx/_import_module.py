@@ -1,14 +1,12 @@
 """``OnnxModule``: an ONNX graph as an ``ember.nn.Module`` (needs ember-nn; imported only by ``ember.onnx.load``)."""
 from __future__ import annotations
 
-import numpy as np
-
 import ember
 from ember import nn
 
-from . import _import_nn_ops, _import_ops, _import_rnn  # noqa: F401  (register the op handlers)
-from ._import import OnnxImportError, UnsupportedImportError
-from ._import_node import ImportNode, from_numpy
+from . import _import_nn_ops, _import_ops, _import_rnn, _import_scan  # noqa: F401  (register the op handlers)
+from ._import import OnnxImportError
+from ._import_node import compile_nodes, from_numpy, run_nodes
 
 # input slots that hold statistics or constants, never trained: a float initializer used only there is a buffer
 _STATE_SLOTS = {("BatchNormalization", 3), ("BatchNormalization", 4), ("Resize", 1), ("Resize", 2),
@@ -66,25 +64,7 @@ class OnnxModule(nn.Module):
             if _trainable(array, uses.get(name)):
                 value = nn.Parameter(value)
             self.initializer_keys[name] = self._place(name, value)
-        for proto in graph.node:
-            if proto.op_type == "Constant" and proto.domain in ("", "ai.onnx"):
-                self._constants[proto.output[0]] = self._constant_value(proto)
-            else:
-                self._nodes.append(ImportNode(proto, opset))
-
-    @staticmethod
-    def _constant_value(proto):
-        from onnx import helper, numpy_helper
-        (attribute,) = proto.attribute
-        value = helper.get_attribute_value(attribute)
-        if attribute.name == "value":
-            return numpy_helper.to_array(value)
-        if attribute.name in ("value_float", "value_floats"):
-            return np.array(value, dtype=np.float32)
-        if attribute.name in ("value_int", "value_ints"):
-            return np.array(value, dtype=np.int64)
-        raise UnsupportedImportError(f"Constant node '{proto.name}': the attribute {attribute.name} is not "
-                                     "supported by ember.onnx.load")
+        self._constants, self._nodes = compile_nodes(graph, opset)
 
     def _place(self, name: str, value) -> str:
         """Register ``value`` under the dotted path ``name`` (child modules for the prefixes) or, where that
@@ -137,21 +117,6 @@ class OnnxModule(nn.Module):
         env = self._initializer_values()
         env.update({name: from_numpy(array, device) for name, array in self._constants.items()})
         env.update(zip(self.input_names, inputs))
-        for node in self._nodes:
-            try:
-                args = [env[name] if name else None for name in node.inputs]
-            except KeyError as error:
-                raise OnnxImportError(f"{node}: its input {error.args[0]!r} is produced by no earlier node, "
-                                      "initializer or graph input") from None
-            while args and args[-1] is None:
-                args.pop()
-            try:
-                results = node.run(args)
-            except Exception as error:
-                error.add_note(f"while running {node} of the imported ONNX graph")
-                raise
-            for name, value in zip(node.outputs, results):
-                if name:
-                    env[name] = value
+        run_nodes(self._nodes, env)
         outputs = tuple(env[name] for name in self.output_names)
         return outputs[0] if len(outputs) == 1 else outputs

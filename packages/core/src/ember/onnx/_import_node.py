@@ -3,9 +3,12 @@
 A handler is ``fn(node, *inputs)``: ``inputs`` are ember tensors (``None``
 for an absent optional input); it returns a tensor or a tuple of tensors,
 one per output the node may have. ``node`` gives the attributes, the opset
-and errors that name the node.
+and errors that name the node. A handler registered with ``scoped=True``
+(an op with a subgraph) also gets ``scope=``, the values visible at the node.
 """
 from __future__ import annotations
+
+from collections import ChainMap
 
 import numpy as np
 
@@ -16,9 +19,10 @@ from ._import import OnnxImportError, UnsupportedImportError
 HANDLERS = {}
 
 
-def handles(*op_types):
+def handles(*op_types, scoped=False):
     """Register the decorated function as the implementation of ``op_types``."""
     def register(fn):
+        fn.scoped = scoped
         for op_type in op_types:
             HANDLERS[op_type] = fn
         return fn
@@ -59,6 +63,11 @@ class ImportNode:
             raise UnsupportedImportError(f"{self}: ember.onnx.load does not support the ONNX op "
                                          f"'{self.op_type}'")
         self.attrs = {a.name: attribute_value(a) for a in proto.attribute}
+        for key, value in self.attrs.items():
+            if isinstance(value, list) and value and hasattr(value[0], "node"):
+                raise self.unsupported(f"the graph-list attribute {key}")
+            if hasattr(value, "node"):  # a GraphProto: compiled now, so its unsupported ops fail at load time
+                self.attrs[key] = Subgraph(value, opset)
 
     def __str__(self):
         return f"{self.op_type} node '{self.name}'" if self.name else f"{self.op_type} node (unnamed)"
@@ -76,9 +85,72 @@ class ImportNode:
     def invalid(self, what: str) -> OnnxImportError:
         return OnnxImportError(f"{self}: {what}")
 
-    def run(self, inputs):
-        result = self.handler(self, *inputs)
+    def run(self, inputs, scope):
+        result = self.handler(self, *inputs, scope=scope) if self.handler.scoped else self.handler(self, *inputs)
         return result if isinstance(result, (tuple, list)) else (result,)
+
+
+def constant_value(proto):
+    """The NumPy value of a Constant node."""
+    from onnx import helper, numpy_helper
+    (attribute,) = proto.attribute
+    value = helper.get_attribute_value(attribute)
+    if attribute.name == "value":
+        return numpy_helper.to_array(value)
+    if attribute.name in ("value_float", "value_floats"):
+        return np.array(value, dtype=np.float32)
+    if attribute.name in ("value_int", "value_ints"):
+        return np.array(value, dtype=np.int64)
+    raise UnsupportedImportError(f"Constant node '{proto.name}': the attribute {attribute.name} is not "
+                                 "supported by ember.onnx.load")
+
+
+def compile_nodes(graph, opset):
+    """A graph's Constant values (name -> array) and its other nodes as :class:`ImportNode` s."""
+    constants, nodes = {}, []
+    for proto in graph.node:
+        if proto.op_type == "Constant" and proto.domain in ("", "ai.onnx"):
+            constants[proto.output[0]] = constant_value(proto)
+        else:
+            nodes.append(ImportNode(proto, opset))
+    return constants, nodes
+
+
+def run_nodes(nodes, env):
+    """Run ``nodes`` in order, reading their inputs from and writing their outputs to ``env``."""
+    for node in nodes:
+        try:
+            args = [env[name] if name else None for name in node.inputs]
+        except KeyError as error:
+            raise OnnxImportError(f"{node}: its input {error.args[0]!r} is produced by no earlier node, "
+                                  "initializer or graph input") from None
+        while args and args[-1] is None:
+            args.pop()
+        try:
+            results = node.run(args, env)
+        except Exception as error:
+            error.add_note(f"while running {node} of the imported ONNX graph")
+            raise
+        for name, value in zip(node.outputs, results):
+            if name:
+                env[name] = value
+
+
+class Subgraph:
+    """A node's subgraph (Scan's body): it sees the enclosing graph's values; its initializers are constants."""
+
+    def __init__(self, graph, opset):
+        from onnx import numpy_helper
+        self.input_names = [v.name for v in graph.input]
+        self.output_names = [v.name for v in graph.output]
+        self.constants, self.nodes = compile_nodes(graph, opset)
+        self.constants.update({t.name: numpy_helper.to_array(t) for t in graph.initializer})
+
+    def __call__(self, scope, inputs, device):
+        env = ChainMap({name: from_numpy(a, device) for name, a in self.constants.items()}, scope)
+        env.maps[0].update(zip(self.input_names, inputs))
+        run_nodes(self.nodes, env)
+        return [env[name] for name in self.output_names]
 
 
 # -- helpers for handlers ----------------------------------------------------------------------------------
