@@ -38,6 +38,16 @@ def unary(op, low=-2.0, high=2.0, **attrs):
 CASES = [
     *[unary(op) for op in ["Neg", "Abs", "Exp", "Erf", "Tanh", "Sigmoid", "Relu", "Floor", "Ceil", "Identity",
                            "Softplus", "Sin", "Cos"]],
+    *[unary(op, low=-0.9, high=0.9) for op in ["Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Atanh",
+                                                "HardSwish"]],
+    unary("Acosh", low=1.1, high=3.0),
+    Case("BitwiseNot", [make_node("BitwiseNot", ["a"], ["y"])], {"a": i64(0, 5, -3)}, outputs={"y": I64}, opset=18),
+    *[Case(op, [make_node(op, ["a", "b"], ["y"])], {"a": i64(12, 5, -3), "b": i64(10, 3, 6)}, outputs={"y": I64},
+           opset=18) for op in ["BitwiseAnd", "BitwiseOr", "BitwiseXor"]],
+    *[Case(f"{op}{attrs}", [make_node(op, ["x"], ["y"], **attrs)],
+           {"x": np.array([[1, 3, 3, 0], [2, 2, -1, 2]], np.float32)}, outputs={"y": I64})
+      for op in ["ArgMax", "ArgMin"]
+      for attrs in ({}, {"axis": 1, "keepdims": 0}, {"axis": -1, "select_last_index": 1})],
     unary("Log", low=0.1), unary("Sqrt", low=0.0), unary("Reciprocal", low=0.5),
     unary("LeakyRelu", alpha=0.2), unary("LeakyRelu"), unary("Elu", alpha=0.5), unary("Sign"),
     unary("HardSigmoid", alpha=0.3, beta=0.4), unary("Shrink", bias=0.2, lambd=0.6),
@@ -218,6 +228,9 @@ CASES = [
     Case("ReduceSum-all", [make_node("ReduceSum", ["x"], ["y"], keepdims=0)], {"x": rand(2, 3, 4)}),
     Case("ReduceSum-noop", [make_node("ReduceSum", ["x"], ["y"], noop_with_empty_axes=1)], {"x": rand(2, 3)}),
     Case("ReduceMax", [make_node("ReduceMax", ["x"], ["y"], axes=[2])], {"x": rand(2, 3, 4)}),
+    Case("ReduceLogSumExp", [make_node("ReduceLogSumExp", ["x"], ["y"], axes=[0, 2])], {"x": rand(2, 3, 4)}),
+    Case("ReduceProd", [make_node("ReduceProd", ["x"], ["y"], axes=[2, 0], keepdims=0)], {"x": rand(2, 3, 4)}),
+    Case("ReduceProd-all", [make_node("ReduceProd", ["x"], ["y"])], {"x": rand(2, 3, low=0.5, high=1.5)}),
     Case("ReduceMin", [make_node("ReduceMin", ["x"], ["y"], axes=[0, 2], keepdims=0)], {"x": rand(2, 3, 4)}),
     Case("ReduceMean-opset18-axes-input", [make_node("ReduceMean", ["x", "a"], ["y"])], {"x": rand(2, 3, 4)},
          {"a": i64(1)}, opset=18),

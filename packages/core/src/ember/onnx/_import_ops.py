@@ -19,11 +19,15 @@ _UNARY = {
     "Reciprocal": ember.reciprocal, "Floor": ember.floor, "Ceil": ember.ceil, "Sin": ember.sin, "Cos": ember.cos,
     "Identity": lambda x: x, "Not": ember.logical_not, "IsNaN": ember.isnan, "Sign": ember.sign,
     "Round": ember.round,  # both round half to even
+    "Tan": ember.tan, "Asin": ember.asin, "Acos": ember.acos, "Atan": ember.atan, "Sinh": ember.sinh,
+    "Cosh": ember.cosh, "Asinh": ember.asinh, "Acosh": ember.acosh, "Atanh": ember.atanh,
+    "BitwiseNot": ember.bitwise_not, "HardSwish": F.hardswish,
 }
 _BINARY = {
     "Add": ember.add, "Sub": ember.sub, "Mul": ember.mul, "MatMul": ember.matmul,
     "Equal": ember.eq, "Less": ember.lt, "Greater": ember.gt, "LessOrEqual": ember.le,
     "GreaterOrEqual": ember.ge, "And": ember.logical_and, "Or": ember.logical_or, "Xor": ember.logical_xor,
+    "BitwiseAnd": ember.bitwise_and, "BitwiseOr": ember.bitwise_or, "BitwiseXor": ember.bitwise_xor,
 }
 
 
@@ -320,7 +324,15 @@ def _constant_of_shape(node, shape):
 
 
 # -- reductions ----------------------------------------------------------------------------------------------
-_REDUCE = {"ReduceMean": ember.mean, "ReduceSum": ember.sum, "ReduceMax": ember.amax, "ReduceMin": ember.amin}
+def _prod(x, dim, keepdim):
+    """Product over several axes (ember's ``prod`` takes one at a time)."""
+    for axis in sorted((normalize_axis(a, x.ndim) for a in dim), reverse=True):
+        x = ember.prod(x, axis, keepdim=keepdim)
+    return x
+
+
+_REDUCE = {"ReduceMean": ember.mean, "ReduceSum": ember.sum, "ReduceMax": ember.amax, "ReduceMin": ember.amin,
+           "ReduceLogSumExp": ember.logsumexp, "ReduceProd": _prod}
 
 
 @handles(*_REDUCE)
@@ -331,6 +343,16 @@ def _reduce(node, x, axes=None):
             return x
         axes = list(range(x.ndim))
     return _REDUCE[node.op_type](x, dim=tuple(axes), keepdim=bool(node.attr("keepdims", 1)))
+
+
+@handles("ArgMax", "ArgMin")
+def _arg_extreme(node, x):
+    axis = normalize_axis(node.attr("axis", 0), x.ndim)
+    keepdim = bool(node.attr("keepdims", 1))
+    fn = ember.argmax if node.op_type == "ArgMax" else ember.argmin
+    if not node.attr("select_last_index", 0):
+        return fn(x, dim=axis, keepdim=keepdim)
+    return x.shape[axis] - 1 - fn(ember.flip(x, [axis]), dim=axis, keepdim=keepdim)  # the last of equal extremes
 
 
 # -- padding -------------------------------------------------------------------------------------------------
