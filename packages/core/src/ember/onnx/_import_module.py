@@ -56,8 +56,7 @@ class OnnxModule(nn.Module):
         self.input_names = [v.name for v in graph.input if v.name not in initializers]
         self.output_names = [v.name for v in graph.output]
         self.initializer_keys = {}
-        self._constants = {}
-        self._nodes = []
+        self._constants, self._nodes = {}, []  # set before the initializers, which must not take these names
         uses = _uses(graph)
         for name, array in initializers.items():
             value = from_numpy(array)

@@ -35,8 +35,6 @@ def attribute_value(attribute):
     value = helper.get_attribute_value(attribute)
     if attribute.type == AttributeProto.TENSOR:
         return numpy_helper.to_array(value)
-    if attribute.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
-        return value
     if isinstance(value, bytes):
         return value.decode()
     if isinstance(value, list) and value and isinstance(value[0], bytes):
@@ -62,12 +60,15 @@ class ImportNode:
         if self.handler is None:
             raise UnsupportedImportError(f"{self}: ember.onnx.load does not support the ONNX op "
                                          f"'{self.op_type}'")
-        self.attrs = {a.name: attribute_value(a) for a in proto.attribute}
-        for key, value in self.attrs.items():
-            if isinstance(value, list) and value and hasattr(value[0], "node"):
-                raise self.unsupported(f"the graph-list attribute {key}")
-            if hasattr(value, "node"):  # a GraphProto: compiled now, so its unsupported ops fail at load time
-                self.attrs[key] = Subgraph(value, opset)
+        from onnx import AttributeProto
+        self.attrs = {}
+        for attribute in proto.attribute:
+            if attribute.type == AttributeProto.GRAPHS:
+                raise self.unsupported(f"the graph-list attribute {attribute.name}")
+            if attribute.type == AttributeProto.GRAPH:  # compiled now, so its unsupported ops fail at load time
+                self.attrs[attribute.name] = Subgraph(attribute.g, opset)
+            else:
+                self.attrs[attribute.name] = attribute_value(attribute)
 
     def __str__(self):
         return f"{self.op_type} node '{self.name}'" if self.name else f"{self.op_type} node (unnamed)"
