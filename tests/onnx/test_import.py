@@ -219,6 +219,64 @@ def test_unsupported_op_inside_a_subgraph_fails_at_load():
         load(model)
 
 
+@pytest.mark.parametrize("op, gates, attrs", [("LSTM", 4, {"direction": "bidirectional"}), ("GRU", 3, {}),
+                                               ("GRU", 3, {"linear_before_reset": 1, "direction": "reverse"}),
+                                               ("RNN", 1, {})], ids=["lstm", "gru", "gru-lbr", "rnn"])
+def test_recurrent_gradcheck_wrt_weights_and_states(op, gates, attrs):
+    """Weights given as graph inputs, so gradcheck perturbs them too (the gate reordering included)."""
+    dirs, hidden = (2 if attrs.get("direction") == "bidirectional" else 1), 2
+    shapes = {"x": [3, 2, 2], "W": [dirs, gates * hidden, 2], "R": [dirs, gates * hidden, hidden],
+              "B": [dirs, 2 * gates * hidden], "h0": [dirs, 2, hidden]}
+    names = ["x", "W", "R", "B", "", "h0"]
+    if op == "LSTM":
+        shapes["c0"] = [dirs, 2, hidden]
+        names.append("c0")
+    node = make_node(op, names, ["y", "y_h"], hidden_size=hidden, **attrs)
+    model = make_model([node], {n: (TensorProto.DOUBLE, shape) for n, shape in shapes.items()},
+                       {"y": (TensorProto.DOUBLE, [3, dirs, 2, hidden]),
+                        "y_h": (TensorProto.DOUBLE, [dirs, 2, hidden])})
+    module = load(model)
+    rng = np.random.default_rng(4)
+    inputs = [ember.tensor(rng.uniform(-1, 1, shape), dtype=ember.float64, requires_grad=True)
+              for shape in shapes.values()]
+    assert ember.autograd.gradcheck(module, inputs)
+
+
+def glue_model(elem):
+    """Slice with a negative step, Gather, Expand, Pad, Split, Concat, Transpose, Resize, LayerNormalization with a
+    broadcast scale, Reshape, Gemm with alpha/beta; inputs x, ln_scale, w, bias of element type ``elem``."""
+    nodes = [make_node("Slice", ["x", "s", "e", "a", "t"], ["sl"]),          # [2, 3, 4] -> [2, 2, 4]
+             make_node("Gather", ["sl", "idx"], ["g"], axis=2),              # -> [2, 2, 3]
+             make_node("Expand", ["g", "shape"], ["ex"]),                    # -> [2, 2, 2, 3]
+             make_node("Pad", ["ex", "pads"], ["p"], mode="reflect"),        # -> [2, 2, 2, 5]
+             make_node("Split", ["p", "split"], ["p1", "p2"], axis=3),
+             make_node("Concat", ["p2", "p1"], ["c"], axis=3),
+             make_node("Transpose", ["c"], ["tr"], perm=[1, 0, 2, 3]),
+             make_node("Resize", ["tr", "", "scales"], ["rs"], mode="linear"),  # -> [2, 2, 4, 10]
+             make_node("LayerNormalization", ["rs", "ln_scale"], ["ln"], axis=2),
+             make_node("Reshape", ["ln", "flat"], ["f"]),                     # -> [2, 80]
+             make_node("Gemm", ["f", "w", "bias"], ["y"], transB=1, alpha=0.5, beta=2.0)]
+    inits = {"s": np.array([2, 0], np.int64), "e": np.array([0, 10], np.int64), "a": np.array([1, 2], np.int64),
+             "t": np.array([-1, 1], np.int64), "idx": np.array([3, -4, 1], np.int64),
+             "shape": np.array([2, 1, 1, 1], np.int64), "pads": np.array([0, 0, 0, 1, 0, 0, 0, 1], np.int64),
+             "split": np.array([2, 3], np.int64), "scales": np.array([1, 1, 2, 2], np.float32),
+             "flat": np.array([0, -1], np.int64)}
+    shapes = {"x": [2, 3, 4], "ln_scale": [1, 10], "w": [3, 80], "bias": [3]}
+    return make_model(nodes, {n: (elem, shape) for n, shape in shapes.items()}, {"y": (elem, [2, 3])}, inits), shapes
+
+
+def test_glue_ops_match_onnxruntime_and_gradcheck():
+    """The glue the importer adds around ember ops is differentiable (float64 gradcheck)."""
+    model, shapes = glue_model(F32)
+    rng = np.random.default_rng(5)
+    arrays = [rng.uniform(-1, 1, shape).astype(np.float32) for shape in shapes.values()]
+    assert_same(run_ember(load(model), arrays), run_ort(model, arrays))
+    model, shapes = glue_model(TensorProto.DOUBLE)
+    inputs = [ember.tensor(rng.uniform(-1, 1, shape), dtype=ember.float64, requires_grad=True)
+              for shape in shapes.values()]
+    assert ember.autograd.gradcheck(load(model), inputs)
+
+
 # -- module structure -----------------------------------------------------------------------------------------
 def test_state_dict_keys_are_the_initializer_names():
     nodes = [make_node("Conv", ["x", "conv1.weight"], ["c"]),

@@ -372,7 +372,12 @@ def _pad(node, x, pads=None, constant_value=None, axes=None):
     flat = [p for a in range(x.ndim - 1, first - 1, -1) for p in (begin.get(a, 0), end.get(a, 0))]
     if not flat:
         return x
-    if mode != "constant":
-        return F.pad(x, flat, mode=_PAD_MODES[mode])
+    if mode != "constant":  # F.pad pads 1-3 trailing axes of an input with one or two axes more
+        padded = x.ndim - first
+        if padded > 3:
+            raise node.unsupported(f"mode '{mode}' on {padded} axes")
+        batch = x.reshape([1, math.prod(x.shape[:first])] + list(x.shape[first:]))
+        out = F.pad(batch, flat, mode=_PAD_MODES[mode])
+        return out.reshape(list(x.shape[:first]) + list(out.shape[2:]))
     value = node.attr("value", 0) if constant_value is None else constant_value.item()
     return F.pad(x, flat, value=value)
