@@ -37,7 +37,7 @@ def case_model(case):
                            case.opset, check=False)
     shapes = [r.shape for r in run_ort(unchecked, list(case.inputs.values()))]
     outputs = {name: (t, shape) for (name, t), shape in zip(case.outputs.items(), shapes)}
-    return make_model(case.nodes, inputs, outputs, case.inits, case.opset)
+    return make_model(case.nodes, inputs, outputs, case.inits, case.opset, check=case.checked)
 
 
 def run_ort(model, arrays):
@@ -416,3 +416,63 @@ def test_slice_matches_onnxruntime(ranges, axes):
     model = make_model([make_node("Slice", ["x", "s", "e", "a", "t"], ["y"])], {"x": (F32, x.shape)},
                        {"y": (F32, ["a", "b", "c"])}, inits)
     assert_same(run_ember(load(model), [x]), run_ort(model, [x]))
+
+
+# -- property: window ops' padding, strides, dilations, auto_pad and ceil_mode ------------------------------------
+WINDOW_OPS = ["Conv", "ConvTranspose", "MaxPool", "AveragePool"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(op=st.sampled_from(WINDOW_OPS), size=st.tuples(st.integers(4, 8), st.integers(4, 8)),
+       kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)), strides=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+       dilations=st.tuples(st.integers(1, 2), st.integers(1, 2)), pads=st.tuples(*[st.integers(0, 2)] * 4),
+       auto_pad=st.sampled_from(["NOTSET", "NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"]),
+       flag=st.booleans(), ceil_mode=st.booleans())
+def test_window_ops_match_onnxruntime(op, size, kernel, strides, dilations, pads, auto_pad, flag, ceil_mode):
+    from hypothesis import assume
+    attrs = {"kernel_shape": list(kernel), "strides": list(strides), "auto_pad": auto_pad}
+    if auto_pad == "NOTSET":
+        attrs["pads"] = list(pads)
+    if op != "AveragePool":
+        attrs["dilations"] = list(dilations)
+    if op == "MaxPool" and auto_pad.startswith("SAME"):  # onnxruntime ignores dilations there: see below
+        attrs["dilations"] = [1, 1]
+    if op in ("MaxPool", "AveragePool"):
+        attrs["ceil_mode"] = int(ceil_mode)
+        if auto_pad == "NOTSET":  # a window must start inside the input or its begin padding
+            assume(all(p < k for p, k in zip(pads, kernel + kernel)))
+        if auto_pad.startswith("SAME"):  # a stride past the window would need negative padding, which
+            # onnxruntime rejects (MaxPool) or applies (AveragePool); ONNX's reference clamps it to 0
+            assume(all((-(-n // s) - 1) * s + k >= n for n, s, k in zip(size, strides, kernel)))
+        # and fit in the padded input (onnxruntime's size arithmetic rounds an empty output up to 1)
+        extra = [pads[i] + pads[i + 2] if auto_pad == "NOTSET" else 0 for i in range(2)]
+        assume(all((k - 1) * d + 1 <= n + e for k, d, n, e in zip(kernel, attrs.get("dilations", [1, 1]), size, extra)))
+    if op == "AveragePool":
+        attrs["count_include_pad"] = int(flag)
+    if op == "ConvTranspose" and flag:
+        attrs["output_padding"] = [min(s - 1, 1) for s in strides]
+    inits = {}
+    inputs = ["x"]
+    if op in ("Conv", "ConvTranspose"):
+        inits["w"] = rand(3, 2, *kernel)  # Conv: 3 out of 2 channels; ConvTranspose: 2 out of 3 channels
+        inputs.append("w")
+    x = rand(1, 3 if op == "ConvTranspose" else 2, *size)
+    node = make_node(op, inputs, ["y"], **attrs)
+    try:
+        model = make_model([node], {"x": (F32, x.shape)}, {"y": (F32, None)}, inits, check=False)
+        expected = run_ort(model, [x])
+    except Exception:  # a configuration onnxruntime rejects (empty output, pads too large, ...)
+        assume(False)
+    assume(all(e.size for e in expected))
+    assert_same(run_ember(load(model), [x]), expected)
+
+
+def test_dilated_same_max_pool_follows_the_onnx_reference():
+    """onnxruntime pads a dilated MaxPool with auto_pad=SAME_* as if undilated (even the output shape is off);
+    ember follows the ONNX reference implementation, which pads for the dilated window."""
+    from onnx.reference import ReferenceEvaluator
+    node = make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 3], strides=[3, 1], dilations=[2, 2],
+                     auto_pad="SAME_UPPER")
+    model = make_model([node], {"x": (F32, [1, 2, 4, 5])}, {"y": (F32, [1, 2, 2, 5])})
+    x = rand(1, 2, 4, 5)
+    assert_same(run_ember(load(model), [x]), ReferenceEvaluator(model).run(None, {"x": x}))

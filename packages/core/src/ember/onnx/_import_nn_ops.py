@@ -46,6 +46,18 @@ def _pad_input(x, begin, end, value=0.0):
     return F.pad(x, flat, value=value) if any(flat) else x
 
 
+def _pooled_padded(node, pool, x, begin, end, strides, value=0.0, **options):
+    """``pool`` over ``x`` padded explicitly. With ``ceil_mode`` the extra window must start inside the input or
+    its begin padding, as it would had the pool padded (the explicit padding hides where the input ended)."""
+    y = pool(_pad_input(x, begin, end, value), ceil_mode=_ceil_mode(node), stride=strides, **options)
+    if not _ceil_mode(node):
+        return y
+    keep = [slice(None), slice(None)]
+    for out, size, b, s in zip(y.shape[2:], x.shape[2:], begin, strides):
+        keep.append(slice(0, out - 1 if out > 1 and (out - 1) * s >= size + b else out))
+    return y[tuple(keep)]
+
+
 def _window(node, x, kernel):
     dims = len(kernel)
     strides = list(node.attr("strides") or [1] * dims)
@@ -79,7 +91,7 @@ def _conv_transpose(node, x, weight, bias=None):
         output_shape = list(output_shape)[-dims:]
         begin, end = [], []
         for size, k, s, d, e, out in zip(x.shape[2:], kernel, strides, dilations, extra, output_shape):
-            total = s * (size - 1) + e + (k - 1) * d + 1 - out
+            total = max(0, s * (size - 1) + e + (k - 1) * d + 1 - out)  # onnxruntime pads no less than 0
             begin.append(total // 2 if auto_pad == "SAME_UPPER" else total - total // 2)
             end.append(total - begin[-1])
     else:
@@ -96,6 +108,11 @@ def _conv_transpose(node, x, weight, bias=None):
     return full[tuple(crop)]
 
 
+def _ceil_mode(node) -> bool:
+    """``ceil_mode`` applies to explicit pads and ``VALID``; ``SAME_*`` fixes the output size, ``ceil(in / stride)``."""
+    return bool(node.attr("ceil_mode", 0)) and not node.attr("auto_pad", "NOTSET").startswith("SAME")
+
+
 @handles("MaxPool")
 def _max_pool(node, x):
     dims = _spatial_rank(node, x, _MAX_POOL)
@@ -103,11 +120,11 @@ def _max_pool(node, x):
         raise node.unsupported("the Indices output")
     kernel = list(node.attr("kernel_shape"))
     strides, dilations, (begin, end) = _window(node, x, kernel)
-    effective = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
-    if begin != end or any(2 * p > k for p, k in zip(begin, effective)):
-        x, begin = _pad_input(x, begin, end, value=-math.inf), [0] * dims
-    return _MAX_POOL[dims](x, kernel, stride=strides, padding=begin, dilation=dilations,
-                           ceil_mode=bool(node.attr("ceil_mode", 0)))
+    pool = _MAX_POOL[dims]
+    if begin != end or any(2 * p > k for p, k in zip(begin, kernel)):
+        return _pooled_padded(node, pool, x, begin, end, strides, value=-math.inf, kernel_size=kernel,
+                              dilation=dilations)
+    return pool(x, kernel, stride=strides, padding=begin, dilation=dilations, ceil_mode=_ceil_mode(node))
 
 
 @handles("AveragePool")
@@ -118,12 +135,17 @@ def _average_pool(node, x):
     if any(d != 1 for d in dilations):
         raise node.unsupported(f"dilations {dilations}")
     include_pad = bool(node.attr("count_include_pad", 0))
-    if begin != end or any(2 * p > k for p, k in zip(begin, kernel)):
-        if not include_pad and node.attr("auto_pad", "NOTSET") == "NOTSET":
-            raise node.unsupported(f"asymmetric pads {begin + end} with count_include_pad=0")
-        x, begin = _pad_input(x, begin, end), [0] * dims
-    return _AVG_POOL[dims](x, kernel, stride=strides, padding=begin, ceil_mode=bool(node.attr("ceil_mode", 0)),
-                           count_include_pad=include_pad)
+    pool = _AVG_POOL[dims]
+    if begin == end and all(2 * p <= k for p, k in zip(begin, kernel)):
+        return pool(x, kernel, stride=strides, padding=begin, ceil_mode=_ceil_mode(node),
+                    count_include_pad=include_pad)
+    # padding the pool cannot express: pad explicitly; without count_include_pad, divide by the share of real
+    # elements in each window (the mean of a padded all-ones input)
+    mean = _pooled_padded(node, pool, x, begin, end, strides, kernel_size=kernel)
+    if include_pad:
+        return mean
+    ones = ember.ones((1, 1) + tuple(x.shape[2:]), dtype=x.dtype, device=x.device)
+    return mean / _pooled_padded(node, pool, ones, begin, end, strides, kernel_size=kernel)
 
 
 @handles("GlobalAveragePool", "GlobalMaxPool")
