@@ -476,3 +476,24 @@ def test_dilated_same_max_pool_follows_the_onnx_reference():
     model = make_model([node], {"x": (F32, [1, 2, 4, 5])}, {"y": (F32, [1, 2, 2, 5])})
     x = rand(1, 2, 4, 5)
     assert_same(run_ember(load(model), [x]), ReferenceEvaluator(model).run(None, {"x": x}))
+
+
+@settings(max_examples=50, deadline=None)
+@given(mode=st.sampled_from([("nearest", "asymmetric"), ("linear", "half_pixel"), ("linear", "align_corners"),
+                             ("linear", "pytorch_half_pixel")]),
+       rank=st.sampled_from([3, 4]), size=st.tuples(st.integers(2, 6), st.integers(2, 6)),
+       by_scales=st.booleans(), scales=st.tuples(*[st.sampled_from([0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0])] * 2),
+       sizes=st.tuples(st.integers(1, 9), st.integers(1, 9)))
+def test_resize_matches_onnxruntime(mode, rank, size, by_scales, scales, sizes):
+    from hypothesis import assume
+    spatial = rank - 2
+    x = rand(1, 2, *size[:spatial])
+    if by_scales:
+        inputs, inits = ["x", "", "s"], {"s": np.array([1, 1, *scales[:spatial]], np.float32)}
+        assume(all(int(n * f) >= 1 for n, f in zip(size, scales[:spatial])))
+    else:
+        inputs, inits = ["x", "", "", "z"], {"z": np.array([1, 2, *sizes[:spatial]], np.int64)}
+    node = make_node("Resize", inputs, ["y"], mode=mode[0], coordinate_transformation_mode=mode[1],
+                     nearest_mode="floor")
+    model = make_model([node], {"x": (F32, x.shape)}, {"y": (F32, None)}, inits, check=False)
+    assert_same(run_ember(load(model), [x]), run_ort(model, [x]))

@@ -198,12 +198,18 @@ def _resize(node, x, roi=None, scales=None, sizes=None):
                                f"nearest_mode '{node.attr('nearest_mode', 'round_prefer_floor')}'")
     if node.attr("axes") is not None:
         raise node.unsupported("the axes attribute")
-    if sizes is not None and sizes.numel():
-        target = ints(sizes)
-        if target[:2] != list(x.shape[:2]):
-            raise node.unsupported(f"resizing the batch or channel axis (sizes {target})")
-        return F.interpolate(x, size=target[2:], **kwargs)
-    factors = [float(s) for s in scales.tolist()]
-    if factors[:2] != [1.0, 1.0]:
-        raise node.unsupported(f"resizing the batch or channel axis (scales {factors})")
-    return F.interpolate(x, scale_factor=factors[2:], **kwargs)
+    by_size = sizes is not None and sizes.numel()
+    request = ints(sizes) if by_size else [float(s) for s in scales.tolist()]
+    if request[:2] != ([x.shape[0], x.shape[1]] if by_size else [1.0, 1.0]):
+        raise node.unsupported(f"resizing the batch or channel axis ({'sizes' if by_size else 'scales'} {request})")
+    request = request[2:]
+    if transform == "pytorch_half_pixel":  # an axis resized to length 1 samples its first element
+        lengths = request if by_size else [math.floor(n * f) for n, f in zip(x.shape[2:], request)]
+        ones = [i for i, n in enumerate(lengths) if n == 1]
+        if ones:
+            x = x[(slice(None), slice(None)) + tuple(slice(0, 1) if i in ones else slice(None)
+                                                     for i in range(len(lengths)))]
+            request = [(1 if by_size else 1.0) if i in ones else r for i, r in enumerate(request)]
+    if by_size:
+        return F.interpolate(x, size=request, **kwargs)
+    return F.interpolate(x, scale_factor=request, **kwargs)
