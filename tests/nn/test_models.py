@@ -11,7 +11,7 @@ from tests.fixtures.seeded_weights import seeded_state_dict
 from tests.nn.test_torch_weights import read_io
 
 #: resnet18's state dict (key, shape, dtype), in order, as recorded from the torchvision-layout resnet18
-#: written out in PyTorch by hand in tests/fixtures/make_torch_fixtures.py (``torch_resnet``)
+#: written out in PyTorch by hand in tests/fixtures/make_torch_fixtures.py (``torch_resnet(torch, 18, 1000)``)
 RESNET18_STATE = """
     conv1.weight 64x3x7x7 float32
     bn1.weight 64 float32
@@ -201,7 +201,8 @@ def test_resnet_initialisation_is_torchvisions():
         if isinstance(module, nn.BatchNorm2d):
             assert (module.weight.detach().numpy() == 1).all() and (module.bias.detach().numpy() == 0).all()
     bound = 1 / np.sqrt(512)  # fc keeps Linear's default init
-    assert np.abs(model.fc.weight.detach().numpy()).max() <= bound and np.abs(model.fc.weight.detach().numpy()).max() > 0.9 * bound
+    largest = np.abs(model.fc.weight.detach().numpy()).max()
+    assert 0.9 * bound < largest <= bound
 
 
 def test_zero_init_residual_zeroes_each_blocks_last_norm():
@@ -209,7 +210,8 @@ def test_zero_init_residual_zeroes_each_blocks_last_norm():
     assert all((block.bn2.weight.detach().numpy() == 0).all() and (block.bn1.weight.detach().numpy() == 1).all()
                for layer in (basic.layer1, basic.layer4) for block in layer)
     bottleneck = models.resnet50(zero_init_residual=True)
-    assert (bottleneck.layer2[3].bn3.weight.detach().numpy() == 0).all() and (bottleneck.layer2[3].bn2.weight.detach().numpy() == 1).all()
+    block = bottleneck.layer2[3]
+    assert (block.bn3.weight.detach().numpy() == 0).all() and (block.bn2.weight.detach().numpy() == 1).all()
     assert (bottleneck.layer1[0].downsample[1].weight.detach().numpy() == 1).all()
 
 
@@ -218,6 +220,9 @@ def test_resnet18_forward_shape_and_training_mode():
     out = model(ember.randn(2, 3, 32, 32))
     assert out.shape == (2, 7) and out.requires_grad
     assert int(model.bn1.num_batches_tracked.item()) == 1
+    out.sum().backward()  # through the in-place ReLUs and the shortcuts
+    assert all(p.grad is not None and p.grad.shape == p.shape for p in model.parameters())
+    assert np.abs(model.conv1.weight.grad.numpy()).max() > 0
 
 
 def test_lenet_and_mlp_layouts_and_shapes():

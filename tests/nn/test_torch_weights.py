@@ -24,7 +24,8 @@ LAYER_FIXTURES = [
     "linear", "linear_nobias", "bilinear", "conv1d", "conv2d", "conv2d_reflect_nobias", "conv_transpose1d",
     "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_pools", "pools_1d", "batch_norm1d", "batch_norm2d",
     "layer_norm", "group_norm", "prelu", "embedding", "rnn", "lstm", "gru", "multihead_attention",
-    "transformer_encoder_layer", "small_cnn",
+    "transformer_encoder_layer", "small_cnn", "multihead_attention_kdim_vdim", "rnn_cell", "lstm_cell", "gru_cell",
+    "lstm_proj", "batch_norm3d",
 ]
 
 
@@ -83,11 +84,9 @@ def test_ember_state_dict_has_pytorchs_keys_shapes_and_dtypes(name):
     loads ember's file; and a file ember writes with safetensors.numpy reads back identically."""
     _, _, spec = read_io(name)
     theirs = safetensors.numpy.load_file(FIXTURES / f"{name}.safetensors")
-    with safetensors.safe_open(FIXTURES / f"{name}.safetensors", framework="numpy") as f:
-        their_order = list(f.keys())
     model = build(spec["layers"])
     ours = {k: v.numpy() for k, v in model.state_dict().items()}
-    assert sorted(ours) == sorted(their_order)
+    assert sorted(ours) == sorted(theirs)
     for key, value in ours.items():
         assert (value.shape, value.dtype) == (theirs[key].shape, theirs[key].dtype), key
 
@@ -134,11 +133,12 @@ def test_embedding_fixture_looks_up_indices():
     np.testing.assert_array_equal(expected[0], weights[inputs[0]])  # NumPy indexing as the reference
 
 
-def test_resnet18_with_seeded_weights_gives_pytorchs_output():
-    """The fixture script filled its hand-written torchvision-layout resnet18 with the same NumPy-seeded
-    arrays (the weights are too large to commit); ember's resnet18 must give PyTorch's logits."""
-    inputs, expected, spec = read_io("resnet18")
-    model = ember.nn.models.resnet18(**spec["kwargs"])
+@pytest.mark.parametrize("name", ["resnet18", "resnet50"])
+def test_resnet_with_seeded_weights_gives_pytorchs_output(name):
+    """The fixture script filled its hand-written torchvision-layout ResNet with the same NumPy-seeded arrays
+    (the weights are too large to commit); ember's model must give PyTorch's logits."""
+    inputs, expected, spec = read_io(name)
+    model = getattr(ember.nn.models, spec["model"])(**spec["kwargs"])
     shapes = {k: (tuple(v.shape), v.numpy().dtype.name) for k, v in model.state_dict().items()}
     assert {k: list(shape) for k, (shape, _) in shapes.items()} == spec["state_dict_shapes"]
     state = seeded_state_dict(shapes, spec["seed"])

@@ -377,3 +377,40 @@ def test_expand_to_a_dynamic_size_the_input_lacks():
     diffs = ember.onnx.verify(_ClassToken().eval(), ember.randn(2, 3, 4), input_names=["x"],
                               dynamic_axes={"x": {0: "batch", 1: "seq"}}, other_args=[ember.randn(5, 2, 4)])
     assert diffs == [0.0]
+
+
+def test_inplace_arithmetic_is_followed():
+    def fn(x):
+        y = x * 2
+        y += x      # a residual connection written in place
+        y *= 0.5
+        return y.relu()
+    assert ember.onnx.verify(fn, ember.randn(2, 3)) == [0.0]
+    from ember.ops import inplace
+    assert inplace._arith_inplace.__name__ == "_arith_inplace"  # the fast path is back after the trace
+
+
+class Halves(Op):
+    """Two outputs; the plugin below lowers only the first."""
+
+    multi_output = True
+
+    @staticmethod
+    def forward(ctx, xp, a):
+        return a * 0.5, a * 1.5
+
+
+class FirstHalfLowering:
+    @ember.hookimpl
+    def ember_onnx_lowerings(self):
+        return {"halves": lambda g, node: [g.op("Mul", node.inputs[0], g.const(0.5)), None]}
+
+
+def test_an_output_a_lowering_leaves_out_may_only_be_unused():
+    name = ember.register_plugin(FirstHalfLowering(), "first-half")
+    try:
+        assert ember.onnx.verify(lambda x: Halves.apply(x)[0] + 1, ember.ones(2)) == [0.0]
+        with pytest.raises(ember.onnx.UnsupportedExportError, match="uses output 1 of op 'halves'"):
+            _export(lambda x: Halves.apply(x)[1] + 1, ember.ones(2))
+    finally:
+        ember.unregister_plugin(name)

@@ -112,6 +112,7 @@ class _Exporter:
         self.values: dict = {}    # id(tensor) -> value name
         self.dyn: dict = {}       # value name -> {axis: label or None}
         self.consts: set = set()  # ids of tensors that are constants (folded or created during forward)
+        self.missing: dict = {}   # id(op output a lowering left out) -> (op name, output index)
         self._param_inputs: list = []  # parameters as graph inputs (export_params=False)
         self._renamed: set = set()     # values renamed to an output name
         self._grown: list = []         # the tensor args of the second trace
@@ -195,6 +196,10 @@ class _Exporter:
         entry = self.values.get(id(t))
         if entry is not None:
             return entry
+        if id(t) in self.missing:
+            op, j = self.missing[id(t)]
+            raise UnsupportedExportError(f"ember.onnx.export: the model uses output {j} of op {op!r}, which its "
+                                         "ONNX lowering does not give")
         if id(t) in self.params:
             key, _ = self.params[id(t)]
             if self.export_params:
@@ -230,7 +235,8 @@ class _Exporter:
         return name
 
     def _is_const(self, t) -> bool:
-        return id(t) in self.consts or (id(t) not in self.values and id(t) not in self.params)
+        i = id(t)
+        return i in self.consts or (i not in self.values and i not in self.params and i not in self.missing)
 
     # -- lowering one op call ------------------------------------------------------------------------------------
     def _lower(self, rec, lower, out_dyn, rec_b):
@@ -279,7 +285,8 @@ class _Exporter:
             raise UnsupportedExportError(f"ember.onnx.export: the lowering of op {name!r} returned {len(outs)} "
                                          f"outputs, but the op has {len(rec.outputs)}")
         for j, (o, n) in enumerate(zip(rec.outputs, outs)):
-            if n is None:
+            if n is None:  # the lowering leaves this output out: fine as long as nothing uses it
+                self.missing[id(o)] = (name, j)
                 continue
             self._bind(o, n)
             if out_dyn:
