@@ -1,11 +1,20 @@
 """ONNX lowerings of the layer ops: linear, convolution, pooling, normalisation, dropout, embedding, padding,
 interpolation.
 
-Each lowering emits the ONNX operator a reader expects (``Gemm``, ``Conv``, ``MaxPool``, ``LayerNormalization``,
-``Resize``, ...) when its semantics are the same as ember's for the traced call, and otherwise an exact
-formulation from smaller operators (group norm from ``ReduceMean`` arithmetic, non-divisible adaptive average
-pooling as products with constant averaging matrices, resampling that ``Resize`` would round differently as
-``Gather`` taps), so the exported model computes what ember computed.
+Each lowering emits the ONNX operator a reader expects (``Gemm``, ``Conv``, ``MaxPool``, ``BatchNormalization``,
+``LayerNormalization``, ``Pad``, ``Resize``, ...) when its semantics are the same as ember's for the traced call,
+and otherwise an exact formulation from smaller operators, so the exported model computes what ember computed:
+
+- group norm and batch statistics (instance norm) from ``ReduceMean`` arithmetic (opset 18's GroupNormalization
+  scales per group, not per channel);
+- adaptive pooling with uneven windows as products with constant averaging matrices (average) or a ``Max`` over
+  ``Gather`` taps (max); ``divisor_override`` as a constant factor on ``AveragePool``;
+- PyTorch's ceil-mode rule (no window starts in the right padding) with a ``Slice`` where ONNX's shape formula
+  differs; windows of padding only give ``-inf``;
+- resampling that ``Resize`` would round differently (checked by reproducing onnxruntime's float32 coordinate
+  arithmetic), crop-padding, and circular padding before opset 19 as ``Gather`` taps with weights.
+
+Dropout records an op only in training mode; exporting that is an error (``ember.onnx.export`` runs in eval mode).
 """
 from __future__ import annotations
 
