@@ -297,6 +297,7 @@ def test_state_dict_keys_are_the_initializer_names():
     assert set(module.state_dict()) == keys
     assert module.initializer_keys["fc"] == "fc_1" and module.initializer_keys[".odd..name"] == "_odd__name"
     assert {name for name, _ in module.named_buffers()} == {"bn.running_mean", "bn.running_var", "onnx::Reshape_7"}
+    assert all(isinstance(p, nn.Parameter) for p in module.parameters())
     assert module.get_parameter("fc.weight").shape == (3, 8)
     x = rand(1, 1, 2, 2)
     assert_same(run_ember(module, [x]), run_ort(model, [x]))
@@ -344,6 +345,9 @@ def test_unsupported_op_names_op_and_node():
 UNSUPPORTED = [
     (make_node("Resize", ["x", "", "s"], ["y"], mode="cubic", name="up"), [1, 1, 2, 2],
      {"s": np.array([1, 1, 2, 2], np.float32)}, "Resize node 'up': mode 'cubic'"),
+    (make_node("Resize", ["x", "", "s"], ["y"], coordinate_transformation_mode="tf_half_pixel_for_nn", name="tf"),
+     [1, 1, 2, 2], {"s": np.array([1, 1, 2, 2], np.float32)},
+     "Resize node 'tf': nearest resize with coordinate_transformation_mode 'tf_half_pixel_for_nn'"),
     (make_node("Conv", ["x", "w"], ["y"], name="c3"), [1, 1, 2, 2, 2], {"w": rand(1, 1, 1, 1, 1)},
      "Conv node 'c3': a 3-D input"),
     (make_node("LSTM", ["x", "W", "R", "", "", "", "", "P"], ["y"], hidden_size=1, name="peep"), [2, 1, 1],
@@ -395,6 +399,21 @@ def test_missing_value_is_reported():
 def test_bad_source_type():
     with pytest.raises(TypeError, match="path, bytes, a file object or an onnx.ModelProto, got int"):
         load(3)
+
+
+def test_constant_inputs_are_buffers():
+    """Float initializers read only as scales, clip bounds or a pad value are buffers, not parameters."""
+    nodes = [make_node("Resize", ["x", "", "scales"], ["r"], mode="linear"),
+             make_node("Clip", ["r", "lo", "hi"], ["c"]),
+             make_node("Pad", ["c", "pads", "value"], ["y"])]
+    inits = {"scales": np.array([1, 1, 2, 2], np.float32), "lo": np.array(-0.5, np.float32),
+             "hi": np.array(0.5, np.float32), "pads": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64),
+             "value": np.array(9.0, np.float32)}
+    model = make_model(nodes, {"x": (F32, [1, 1, 2, 2])}, {"y": (F32, [1, 1, 6, 6])}, inits)
+    module = load(model)
+    assert list(module.parameters()) == [] and {n for n, _ in module.named_buffers()} == set(inits)
+    x = rand(1, 1, 2, 2)
+    assert_same(run_ember(module, [x]), run_ort(model, [x]))
 
 
 def test_needs_ember_nn(monkeypatch):
@@ -479,12 +498,14 @@ def test_dilated_same_max_pool_follows_the_onnx_reference():
 
 
 @settings(max_examples=50, deadline=None)
-@given(mode=st.sampled_from([("nearest", "asymmetric"), ("linear", "half_pixel"), ("linear", "align_corners"),
-                             ("linear", "pytorch_half_pixel")]),
+@given(mode=st.sampled_from([(m, t) for m in ["nearest", "linear"]
+                             for t in ["asymmetric", "half_pixel", "align_corners", "pytorch_half_pixel"]
+                             if (m, t) != ("linear", "asymmetric")]),
+       nearest_mode=st.sampled_from(["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]),
        rank=st.sampled_from([3, 4]), size=st.tuples(st.integers(2, 6), st.integers(2, 6)),
        by_scales=st.booleans(), scales=st.tuples(*[st.sampled_from([0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0])] * 2),
        sizes=st.tuples(st.integers(1, 9), st.integers(1, 9)))
-def test_resize_matches_onnxruntime(mode, rank, size, by_scales, scales, sizes):
+def test_resize_matches_onnxruntime(mode, nearest_mode, rank, size, by_scales, scales, sizes):
     from hypothesis import assume
     spatial = rank - 2
     x = rand(1, 2, *size[:spatial])
@@ -494,6 +515,6 @@ def test_resize_matches_onnxruntime(mode, rank, size, by_scales, scales, sizes):
     else:
         inputs, inits = ["x", "", "", "z"], {"z": np.array([1, 2, *sizes[:spatial]], np.int64)}
     node = make_node("Resize", inputs, ["y"], mode=mode[0], coordinate_transformation_mode=mode[1],
-                     nearest_mode="floor")
+                     nearest_mode=nearest_mode)
     model = make_model([node], {"x": (F32, x.shape)}, {"y": (F32, None)}, inits, check=False)
     assert_same(run_ember(load(model), [x]), run_ort(model, [x]))

@@ -10,7 +10,7 @@ from ._import_node import compile_nodes, from_numpy, run_nodes
 
 # input slots that hold statistics or constants, never trained: a float initializer used only there is a buffer
 _STATE_SLOTS = {("BatchNormalization", 3), ("BatchNormalization", 4), ("Resize", 1), ("Resize", 2),
-                ("Clip", 1), ("Clip", 2), ("Pad", 2)}
+                ("Upsample", 1), ("Clip", 1), ("Clip", 2), ("Pad", 2)}
 
 
 def _default_opset(model) -> int:

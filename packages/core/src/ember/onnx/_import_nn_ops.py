@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import ember
 import ember.nn.functional as F
 
@@ -180,22 +182,49 @@ def _layer_norm(node, x, scale, bias=None):
     return y if bias is None else y + bias
 
 
-@handles("Resize")
+# Resize's source coordinate of output index o (float32, as onnxruntime computes it), and nearest rounding
+_SOURCE = {
+    "half_pixel": lambda o, scale, n_in, n_out: (o + 0.5) / scale - 0.5,
+    "pytorch_half_pixel": lambda o, scale, n_in, n_out: (o + 0.5) / scale - 0.5 if n_out > 1 else 0 * o,
+    "align_corners": lambda o, scale, n_in, n_out: o * np.float32((n_in - 1) / (n_out - 1)) if n_out > 1 else 0 * o,
+    "asymmetric": lambda o, scale, n_in, n_out: o / scale,
+}
+_ROUND = {"round_prefer_floor": lambda c: np.ceil(c - 0.5), "round_prefer_ceil": lambda c: np.floor(c + 0.5),
+          "floor": np.floor, "ceil": np.ceil}
+
+
+def _resize_nearest(x, request, by_size, source, rounding):
+    """Nearest-neighbour resize as one ``index_select`` per spatial axis (differentiable, any ONNX mode)."""
+    for axis, (n_in, r) in enumerate(zip(x.shape[2:], request), start=2):
+        n_out = r if by_size else math.floor(n_in * r)
+        scale = np.float32(n_out / n_in if by_size else r)
+        where = rounding(source(np.arange(n_out, dtype=np.float32), scale, n_in, n_out))
+        index = np.clip(where, 0, n_in - 1).astype(np.int64)
+        x = ember.index_select(x, axis, ember.tensor(index, device=x.device))
+    return x
+
+
+@handles("Resize", "Upsample")
 def _resize(node, x, roi=None, scales=None, sizes=None):
     mode = node.attr("mode", "nearest")
     transform = node.attr("coordinate_transformation_mode", "half_pixel")
+    nearest_mode = node.attr("nearest_mode", "round_prefer_floor")
+    if node.op_type == "Upsample" or node.opset < 11:  # Resize(X, scales) of opset 10 and Upsample: asymmetric
+        roi, scales, transform, nearest_mode = None, roi, "asymmetric", "floor"
     for name, default in (("antialias", 0), ("exclude_outside", 0), ("keep_aspect_ratio_policy", "stretch")):
         if node.attr(name, default) != default:
             raise node.unsupported(f"{name}={node.attr(name)!r}")
-    if mode == "nearest" and transform == "asymmetric" and node.attr("nearest_mode", "round_prefer_floor") == "floor":
-        kwargs = {"mode": "nearest"}
+    if mode == "nearest" and (transform not in _SOURCE or nearest_mode not in _ROUND):
+        raise node.unsupported(f"nearest resize with coordinate_transformation_mode '{transform}' and "
+                               f"nearest_mode '{nearest_mode}'")
+    if mode == "nearest":
+        kwargs = {}
     elif mode == "linear" and transform in ("half_pixel", "pytorch_half_pixel", "align_corners"):
         kwargs = {"mode": {3: "linear", 4: "bilinear"}.get(x.ndim), "align_corners": transform == "align_corners"}
         if kwargs["mode"] is None:
             raise node.unsupported(f"linear resize of a {x.ndim}-D input")
     else:
-        raise node.unsupported(f"mode '{mode}' with coordinate_transformation_mode '{transform}' and "
-                               f"nearest_mode '{node.attr('nearest_mode', 'round_prefer_floor')}'")
+        raise node.unsupported(f"mode '{mode}' with coordinate_transformation_mode '{transform}'")
     if node.attr("axes") is not None:
         raise node.unsupported("the axes attribute")
     by_size = sizes is not None and sizes.numel()
@@ -203,6 +232,8 @@ def _resize(node, x, roi=None, scales=None, sizes=None):
     if request[:2] != ([x.shape[0], x.shape[1]] if by_size else [1.0, 1.0]):
         raise node.unsupported(f"resizing the batch or channel axis ({'sizes' if by_size else 'scales'} {request})")
     request = request[2:]
+    if mode == "nearest":
+        return _resize_nearest(x, request, by_size, _SOURCE[transform], _ROUND[nearest_mode])
     if transform == "pytorch_half_pixel":  # an axis resized to length 1 samples its first element
         lengths = request if by_size else [math.floor(n * f) for n, f in zip(x.shape[2:], request)]
         ones = [i for i, n in enumerate(lengths) if n == 1]
