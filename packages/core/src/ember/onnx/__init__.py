@@ -1,4 +1,4 @@
-"""ember.onnx: export models to ONNX and check them in onnxruntime. Needs the extra ``ember-core[onnx]``.
+"""ember.onnx: export models to ONNX, check them in onnxruntime, load ONNX models back. Needs ``ember-core[onnx]``.
 
 :func:`export` runs the model once under a trace: every op call (``Op.apply``)
 is recorded, then written as ONNX nodes by the op's *lowering*, found by the
@@ -25,6 +25,10 @@ traced a second time with those axes one longer, to learn which other axes
 follow them; ops whose recorded sizes follow them are written with ``0``/``-1``
 or ``Shape`` instead of fixed sizes.
 
+:func:`load` imports an ONNX model as an ``ember.nn.Module`` (it needs ember-nn)
+whose float initializers are parameters under their ONNX names, so it can be
+fine-tuned.
+
 >>> import ember
 >>> _ = ember.manual_seed(0)
 >>> w = ember.randn(3, 4)
@@ -35,7 +39,9 @@ True
 from ._export import build_model, export, registered_lowerings
 from ._verify import verify
 from .errors import UnsupportedExportError, VerificationError
+from ._import import OnnxImportError, UnsupportedImportError, load
 
-__all__ = ["export", "verify", "build_model", "registered_lowerings", "UnsupportedExportError", "VerificationError"]
+__all__ = ["export", "verify", "build_model", "registered_lowerings", "load", "UnsupportedExportError",
+           "VerificationError", "OnnxImportError", "UnsupportedImportError"]
 
 registered_lowerings()  # registers ember's own lowerings as a plugin

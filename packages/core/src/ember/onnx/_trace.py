@@ -17,7 +17,6 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd import function as _function
 from ..autograd.grad_mode import no_grad
-from ..ops import inplace as _inplace
 from .errors import UnsupportedExportError
 
 
@@ -49,17 +48,12 @@ class Trace:
     def __enter__(self):
         if _function.TRACE is not None:
             raise RuntimeError("ember.onnx: an export trace is already running (exports cannot nest)")
-        _function.TRACE = self
-        # in-place arithmetic (``x += y``) has a fast path straight on the arrays, which no op records; while
-        # tracing it is off, so the general path runs the op through Op.apply
-        self._fast_inplace = _inplace._arith_inplace
-        _inplace._arith_inplace = _no_fast_path
+        _function.TRACE = self  # also turns off in-place arithmetic's fast path, which no op records
         return self
 
     def __exit__(self, *exc):
         _function.TRACE = None
         _function.new_ctx = object.__new__
-        _inplace._arith_inplace = self._fast_inplace
 
     def _new_ctx(self, cls):
         ctx = object.__new__(cls)
@@ -110,10 +104,6 @@ class Trace:
             self._see(o)
             self._alias.pop(id(o), None)
         return out
-
-
-def _no_fast_path(*args, **kwargs) -> bool:
-    return False
 
 
 def flatten_outputs(out) -> list:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import operator
 
+from ..autograd import function as _function
 from ..autograd.function import Op, _edge
 from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.node import Node, _seq
@@ -129,8 +130,8 @@ def _arith_inplace(self, other, operator, scale=1):
     view. Returns False (and changes nothing) otherwise; the caller then takes
     the general path, which also gives PyTorch's errors.
     """
-    if self._requires_grad and STATE.enabled or self._base is not None:
-        return False
+    if self._requires_grad and STATE.enabled or self._base is not None or _function.TRACE is not None:
+        return False  # (an ONNX export trace must see the op, so it takes the general path too)
     if isinstance(other, Tensor):
         if other._requires_grad and STATE.enabled or other._dtype is not self._dtype \
                 or other._device.key != self._device.key or other._data.ndim > self._data.ndim:

@@ -7,4 +7,4 @@ ember.Size([3, 2])
 """
 from .parameter import *  # noqa: F401,F403
 from .modules import *  # noqa: F401,F403
-from . import functional, init, utils  # noqa: F401
+from . import functional, init, utils, callbacks, models  # noqa: F401
