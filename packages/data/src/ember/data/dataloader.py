@@ -1,0 +1,6 @@
+"""``DataLoader``: batches from a dataset, in the main process or in worker processes."""
+__all__ = ["DataLoader"]
+
+
+class DataLoader:
+    pass
