@@ -46,6 +46,7 @@ class Tensor:
     _hooks = None
     _post_acc_hooks = None
     _grad_acc = None      # this leaf's AccumulateGrad node (which refers back to it weakly)
+    _pinned = False       # set on a tensor that ``pin_memory()`` made in page-locked host memory
 
     def __new__(cls, *args, device=None):
         from .ops.creation import legacy_tensor_data
@@ -182,6 +183,16 @@ class Tensor:
     @property
     def _is_view(self):
         return self._base is not None
+
+    def is_pinned(self) -> bool:
+        """Whether this tensor's memory is page-locked host memory (made by :meth:`pin_memory`; views share it).
+
+        >>> import ember
+        >>> ember.zeros(2).is_pinned()
+        False
+        """
+        owner = self._base if self._base is not None else self
+        return owner._pinned
 
     def data_ptr(self) -> int:
         """Address of the first element."""

@@ -4,6 +4,11 @@ Every tensor that owns its data counts its ``nbytes`` on its device while it
 lives; views share their base's memory and add nothing. ``'cpu'`` and
 ``'cpu:0'`` are the same device here. ``device=None`` means the CPU.
 
+Pinned (page-locked) host memory, which an accelerator copies from quickly
+and asynchronously, exists only where a non-CPU backend provides it:
+:func:`can_pin_memory` says whether one does, and ``Tensor.pin_memory()`` is
+a no-op without one.
+
 >>> import ember
 >>> before = ember.memory_allocated()
 >>> x = ember.zeros(1000)
@@ -15,6 +20,8 @@ lives; views share their base's memory and add nothing. ``'cpu'`` and
 from __future__ import annotations
 
 from ._device import as_device
+from ._plugins import backends
+from .backends.backend import Backend
 
 __all__ = ["memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "memory_reserved",
            "memory_stats", "empty_cache", "synchronize"]
@@ -71,3 +78,25 @@ def synchronize(device=None) -> None:
     """Wait until all work queued on ``device`` has finished (immediate on the CPU)."""
     dev = as_device(device)
     dev.backend.synchronize(dev)
+
+
+def can_pin_memory() -> bool:
+    """Whether ``Tensor.pin_memory()`` can pin here: an available non-CPU backend provides pinned host memory.
+
+    On a machine with only the CPU backend this is False and ``pin_memory()``
+    returns the tensor unchanged (the DataLoader's ``pin_memory=True`` is then a no-op).
+
+    >>> import ember
+    >>> ember.memory.can_pin_memory() == (ember.memory.pinning_backend() is not None)
+    True
+    """
+    return pinning_backend() is not None
+
+
+def pinning_backend():
+    """The first available non-CPU backend that overrides ``Backend.pin_memory``, or None."""
+    for name, (backend, _plugin) in backends().items():
+        if (name != "cpu" and type(backend).pin_memory is not Backend.pin_memory and backend.is_available()
+                and backend.device_count() > 0):
+            return backend
+    return None

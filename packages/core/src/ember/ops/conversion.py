@@ -1,4 +1,4 @@
-"""Moving and casting: ``Tensor.to``, ``cpu``, ``type``, ``float``/``double``/... ; all differentiable.
+"""Moving and casting: ``Tensor.to``, ``cpu``, ``pin_memory``, ``type``, ``float``/``double``/... ; all differentiable.
 
 >>> import ember
 >>> ember.tensor([1, 2]).to(ember.float64)
@@ -9,6 +9,7 @@ from __future__ import annotations
 from .. import _dtype as dt
 from .._device import as_device, device as Device
 from ..autograd.function import Op
+from ..memory import pinning_backend
 from ._common import Tensor, tensor_method
 
 __all__ = ["move_array"]
@@ -95,6 +96,47 @@ def cuda(self, device=None):
     """This tensor on a CUDA device (needs the ``cuda`` backend: ``pip install ember-core[cuda]``)."""
     dev = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device)
     return self.to(dev)
+
+
+class PinMemory(Op):
+    """A copy of a CPU array into the page-locked host memory of ``backend``; the gradient passes through."""
+
+    @staticmethod
+    def forward(ctx, xp, a, backend=None):
+        return backend.pin_memory(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+@tensor_method()
+def pin_memory(self):
+    """A copy of this CPU tensor in pinned (page-locked) host memory, or ``self`` if it is pinned already.
+
+    Pinned memory belongs to an accelerator backend (CUDA's, through CuPy). On a
+    machine without one (``ember.memory.can_pin_memory()`` is False) there is
+    nothing to pin into, and ember returns ``self`` unpinned where PyTorch would
+    raise: code written for a GPU machine (``DataLoader(pin_memory=True)``) then
+    runs unchanged on a CPU-only one. Only CPU tensors can be pinned.
+
+    >>> import ember
+    >>> x = ember.ones(3)
+    >>> y = x.pin_memory()
+    >>> ember.equal(x, y) and y.is_pinned() == ember.memory.can_pin_memory()
+    True
+    """
+    if self._device.type != "cpu":
+        raise RuntimeError(f"cannot pin '{self.type()}' on device '{self._device}': only CPU tensors can be "
+                           "pinned (pinned memory is host memory that an accelerator copies from)")
+    if self.is_pinned():
+        return self
+    backend = pinning_backend()
+    if backend is None:
+        return self
+    out = PinMemory.apply(self, backend=backend)
+    out._pinned = True
+    return out
 
 
 def _caster(d):

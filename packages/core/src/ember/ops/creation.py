@@ -41,8 +41,10 @@ def size_from_args(size, fn="zeros") -> tuple:
     return tuple(out)
 
 
-def _finish(data, device, dtype, requires_grad):
+def _finish(data, device, dtype, requires_grad, pin_memory=False):
     t = Tensor._make(data, device, dtype)
+    if pin_memory:  # before requires_grad, so that the pinned tensor is the leaf
+        t = t.pin_memory()
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -93,8 +95,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     if dtype is None:
         dtype = data._dtype if isinstance(data, Tensor) else _infer_dtype(data, arr)
     backend = device.backend
-    out = _finish(backend.asarray(arr, dtype, device), device, dtype, requires_grad)
-    return out.pin_memory() if pin_memory else out
+    return _finish(backend.asarray(arr, dtype, device), device, dtype, requires_grad, pin_memory)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -129,7 +130,7 @@ def from_numpy(ndarray):
     return Tensor._make(device.backend.from_numpy(ndarray, device), device, dtype)
 
 
-def _filled(fn, size, value, dtype, device, requires_grad):
+def _filled(fn, size, value, dtype, device, requires_grad, pin_memory=False):
     device = as_device(device)
     shape = size_from_args(size, fn)
     dtype = dtype or dt.get_default_dtype()
@@ -140,7 +141,7 @@ def _filled(fn, size, value, dtype, device, requires_grad):
         data = xp.empty(shape, dtype=nat)
     else:
         data = xp.full(shape, value, dtype=nat)
-    return _finish(data, device, dtype, requires_grad)
+    return _finish(data, device, dtype, requires_grad, pin_memory)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, layout=None, out=None):
@@ -154,8 +155,8 @@ def ones(*size, dtype=None, device=None, requires_grad=False, layout=None, out=N
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False, out=None):
-    """An uninitialised tensor (its values are whatever the memory held)."""
-    return _filled("empty", size, None, dtype, device, requires_grad)
+    """An uninitialised tensor (its values are whatever the memory held); ``pin_memory=True`` as in :func:`tensor`."""
+    return _filled("empty", size, None, dtype, device, requires_grad, pin_memory)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None, out=None):
