@@ -37,6 +37,7 @@ _MAX_FREE_SLOTS = 4
 class ArrayRef:
     """Where one array of a packed batch lies in its slot, and whether it was an ember tensor."""
     offset: int
+    nbytes: int
     shape: tuple
     dtype: np.dtype
     is_tensor: bool
@@ -154,7 +155,7 @@ class SlotPool:
             is_tensor = isinstance(a, ember.Tensor)
             arr = a.detach().numpy() if is_tensor else a
             offset = _round_up(offset, _ALIGN)
-            ref = ArrayRef(offset, arr.shape, arr.dtype, is_tensor, is_tensor and a.requires_grad)
+            ref = ArrayRef(offset, arr.nbytes, arr.shape, arr.dtype, is_tensor, is_tensor and a.requires_grad)
             arrays.append(arr)
             refs.append(ref)
             offset += arr.nbytes
@@ -229,7 +230,7 @@ class SlotViews:
         weakref.finalize(whole, self.freed[worker_id].append, packed.slot).atexit = False
 
         def leaf(ref: ArrayRef):
-            arr = whole[ref.offset:ref.offset + ref.dtype.itemsize * int(np.prod(ref.shape))]
+            arr = whole[ref.offset:ref.offset + ref.nbytes]
             arr = arr.view(ref.dtype).reshape(ref.shape)
             if not ref.is_tensor:
                 return arr
