@@ -28,6 +28,16 @@ def gone(pid: int, within: float = 5.0) -> bool:
     return False
 
 
+def reaped(workers, within: float = 5.0) -> bool:
+    """Every worker process has exited and been joined (``is_alive()`` reaps)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not any(proc.is_alive() for proc in workers):
+            return True
+        time.sleep(0.02)
+    return False
+
+
 def no_shared_memory_left(pid: int) -> bool:
     return not [p for p in os.listdir("/dev/shm") if p.startswith(f"ember_{pid}_")]
 
@@ -92,25 +102,26 @@ def test_timeout_raises_when_a_batch_takes_too_long():
 def test_dropping_the_iterator_shuts_the_workers_down():
     it = iter(DataLoader(Echo(100), batch_size=2, num_workers=2))
     next(it)
-    pids = [p.pid for p in it._workers]
+    workers = it._workers
     del it
     gc.collect()
-    assert all(gone(pid) for pid in pids) and no_shared_memory_left(os.getpid())
+    assert reaped(workers) and no_shared_memory_left(os.getpid())
 
 
 def test_an_exception_unwinding_through_the_loop_shuts_the_workers_down():
     loader = DataLoader(Echo(100), batch_size=2, num_workers=2)
-    pids = []
+    workers = []
 
     def train():
         for _ in (it := iter(loader)):
-            pids.extend(p.pid for p in it._workers)
+            workers.extend(it._workers)
             raise KeyError("user code failed")
 
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError) as info:
         train()
+    del info  # the traceback holds the loop's frame, and so the iterator
     gc.collect()
-    assert pids and all(gone(pid) for pid in pids)
+    assert workers and reaped(workers)
 
 
 def test_workers_stuck_in_a_slow_item_are_terminated_on_shutdown():

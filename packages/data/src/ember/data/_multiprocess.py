@@ -60,6 +60,8 @@ class MultiProcessIter(BaseIter):
         self._persistent = loader.persistent_workers
         self._generation = 0
         self._shutdown = True  # until the workers exist
+        self._owner_pid = os.getpid()
+        reap_retired()
         self._shm_prefix = f"/ember_{os.getpid()}_{next(_uids)}_"
         self._views = SlotViews(n)
         ctx = loader._mp_context()
@@ -175,10 +177,11 @@ class MultiProcessIter(BaseIter):
                               f"{_describe_exit(code)}", wid, code)
 
     # -- shutting down ------------------------------------------------------------------------------------
-    def _shutdown_workers(self, graceful: bool = True):
-        """Stop the workers: ask them to exit (waiting up to ``SHUTDOWN_TIMEOUT`` when ``graceful``), then
-        terminate the ones left."""
-        if self._shutdown:
+    def _shutdown_workers(self, graceful: bool = True, wait: bool = True):
+        """Ask the workers to exit. With ``wait``, join them (up to ``SHUTDOWN_TIMEOUT`` when ``graceful``) and
+        terminate the ones left; without, leave them to :func:`reap_retired` (for ``__del__``, which may run
+        inside the garbage collector in any thread, where blocking could deadlock)."""
+        if self._shutdown or os.getpid() != self._owner_pid:  # a forked child's copy owns no workers
             return
         self._shutdown = True
         _live_iterators.discard(self)
@@ -188,31 +191,63 @@ class MultiProcessIter(BaseIter):
                     q.put(None)
                 except (OSError, ValueError):
                     pass
-            deadline = time.monotonic() + (SHUTDOWN_TIMEOUT if graceful else 0.1)
-            for proc in self._workers:
-                proc.join(timeout=max(0.0, deadline - time.monotonic()))
-            for proc in self._workers:
-                if proc.is_alive():
-                    proc.terminate()
-                    proc.join(timeout=1.0)
-                if proc.is_alive():
-                    proc.kill()
-                    proc.join(timeout=1.0)
         finally:
             for q in self._index_queues:
                 q.close()
             for conn in self._result_conns:
                 conn.close()
-            remove_leftovers(self._shm_prefix)
+            if wait:
+                _stop(self._workers, self._shm_prefix, SHUTDOWN_TIMEOUT if graceful else 0.1)
+            else:
+                _retiring.append((time.monotonic() + SHUTDOWN_TIMEOUT, self._workers, self._shm_prefix))
 
     def __del__(self):
         try:
-            self._shutdown_workers()
+            self._shutdown_workers(wait=False)
         except Exception:  # interpreter teardown: modules may be half gone
             pass
+
+
+#: (deadline, worker processes, shared-memory prefix) of dropped iterators whose workers were asked to exit
+_retiring: list = []
+
+
+def _stop(workers, shm_prefix: str, grace: float) -> None:
+    """Join ``workers`` for up to ``grace`` seconds, terminate (then kill) the ones left, remove their slots."""
+    deadline = time.monotonic() + grace
+    for proc in workers:
+        proc.join(timeout=max(0.0, deadline - time.monotonic()))
+    for proc in workers:
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(timeout=1.0)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=1.0)
+    remove_leftovers(shm_prefix)
+
+
+def reap_retired(block: bool = False) -> None:
+    """Collect the workers of dropped iterators: those that exited are joined (no zombies) and their slots
+    removed; those past their deadline are terminated. With ``block``, wait until all are gone."""
+    keep = []
+    for deadline, workers, prefix in _retiring:
+        if block:
+            _stop(workers, prefix, max(0.0, deadline - time.monotonic()))
+            continue
+        alive = [proc for proc in workers if proc.is_alive()]  # is_alive() reaps the ones that exited
+        if not alive:
+            remove_leftovers(prefix)
+            continue
+        if time.monotonic() > deadline:
+            for proc in alive:
+                proc.kill()
+        keep.append((deadline, workers, prefix))
+    _retiring[:] = keep
 
 
 @atexit.register
 def _shutdown_all():
     for it in list(_live_iterators):
         it._shutdown_workers()
+    reap_retired(block=True)
