@@ -22,6 +22,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "packages" / "core"
 NN = ROOT / "packages" / "nn"
+DATA = ROOT / "packages" / "data"
 BUILD_TIMEOUT = 300  # the first build fetches hatchling, the first install numpy & co. from PyPI
 RUN_TIMEOUT = 120
 
@@ -98,10 +99,12 @@ def wheels(tmp_path_factory, uv) -> dict:
     (fakeext / "src" / "ember" / "fakeext" / "__init__.py").write_text(FAKEEXT_INIT)
     sh(uv, "build", "--quiet", "--wheel", "--out-dir", dist, fakeext, timeout=BUILD_TIMEOUT)
     sh(uv, "build", "--quiet", "--wheel", "--out-dir", dist, NN, timeout=BUILD_TIMEOUT)
+    sh(uv, "build", "--quiet", "--wheel", "--out-dir", dist, DATA, timeout=BUILD_TIMEOUT)
     (core,) = dist.glob("ember_core-*.whl")
     (ext,) = dist.glob("ember_fakeext-*.whl")
     (nn,) = dist.glob("ember_nn-*.whl")
-    return {"core": core, "fakeext": ext, "nn": nn}
+    (data,) = dist.glob("ember_data-*.whl")
+    return {"core": core, "fakeext": ext, "nn": nn, "data": data}
 
 
 def make_venv(uv, path: Path, *wheels) -> Path:
@@ -250,3 +253,23 @@ def test_core_and_nn_wheels_train_a_model_in_a_fresh_env(nn_env):
     assert result == "True ['0.weight', '0.bias', '2.weight', '2.bias']"
     info = sh(nn_env.parent / "ember", "info")
     assert "ember-nn 0.1.0" in info
+
+
+def test_core_and_data_wheels_load_batches_with_workers_in_a_fresh_env(tmp_path, uv, wheels):
+    with zipfile.ZipFile(wheels["data"]) as whl:
+        names = set(whl.namelist())
+    assert "ember/data/dataloader.py" in names and "ember/__init__.py" not in names
+    python = make_venv(uv, tmp_path / "venv", wheels["core"], wheels["data"])
+    out = run_in(python, """
+        import ember
+        from ember.data import DataLoader, TensorDataset
+        ds = TensorDataset(ember.arange(10.0), ember.arange(10))
+        print([y.tolist() for _, y in DataLoader(ds, batch_size=4, num_workers=2)])
+        try:
+            ember.nn
+        except AttributeError as exc:
+            print(exc)
+    """)
+    batches, missing_nn = out.splitlines()
+    assert batches == "[[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]"
+    assert "install ember-nn" in missing_nn  # ember-data needs only ember-core

@@ -13,3 +13,6 @@ from .distributed import *  # noqa: F401,F403
 from .collate import *  # noqa: F401,F403
 from .worker_info import *  # noqa: F401,F403
 from .dataloader import *  # noqa: F401,F403
+from . import _reductions
+
+_reductions.register()

@@ -1,0 +1,60 @@
+"""What every DataLoader iterator shares: one pass's sampler iterator, pinning, ``len``."""
+from __future__ import annotations
+
+import itertools
+
+import ember
+
+
+class BaseIter:
+    """One pass over a :class:`~ember.data.DataLoader`; the loader holds the configuration, this the state."""
+
+    def __init__(self, loader):
+        self._loader = loader
+        self._dataset = loader.dataset
+        self._iterable = loader._iterable
+        self._auto_collation = loader._auto_collation
+        self._collate_fn = loader.collate_fn
+        self._drop_last = loader.drop_last
+        self._pin = loader.pin_memory and _can_pin()
+        self._sampler_iter = None
+        self._start_pass()
+        # drawn by every pass, with or without workers, so that a seed gives the same order either way
+        self._base_seed = int(ember.randint(0, (1 << 63) - 1, (), generator=loader.generator).item())
+
+    def _start_pass(self):
+        loader = self._loader
+        if self._iterable:  # a "task" is a batch size (or None) for the worker's own iterator
+            self._sampler_iter = itertools.repeat(loader.batch_size if self._auto_collation else None)
+        else:
+            self._sampler_iter = iter(loader._index_sampler)
+
+    def _next_index(self):
+        return next(self._sampler_iter)
+
+    def _pin_batch(self, data):
+        return _pin(data) if self._pin else data
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self._loader)
+
+
+def _can_pin() -> bool:
+    can = getattr(ember.memory, "can_pin_memory", None)
+    return bool(can and can())
+
+
+def _pin(data):
+    """``data`` with every tensor (and every object with a ``pin_memory()`` method) in pinned host memory."""
+    if hasattr(data, "pin_memory"):
+        return data.pin_memory()
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(_pin(x) for x in data))
+    if isinstance(data, (list, tuple)):
+        return type(data)(_pin(x) for x in data)
+    if isinstance(data, dict):
+        return type(data)({k: _pin(v) for k, v in data.items()})
+    return data
