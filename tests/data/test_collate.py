@@ -439,3 +439,44 @@ def test_variable_length_collate_fn_pads_each_sentence(lengths, seed):
     for row, s in zip(out["ids"].numpy(), sentences):
         np.testing.assert_array_equal(row[:len(s)], s)
         assert not row[len(s):].any()
+
+
+class Sentences:
+    """Map-style dataset of token-id sentences of lengths 1..9 with a label and an id string."""
+
+    def __init__(self, n):
+        rng = np.random.default_rng(7)
+        self.ids = [rng.integers(1, 500, size=int(rng.integers(1, 10))) for _ in range(n)]
+
+    def __len__(self):
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        return {"ids": ember.tensor(self.ids[i]), "label": i % 3, "name": f"s{i}",
+                "extra": Point(np.float32(i), (i, float(i)))}
+
+
+def pad_collate_all(batch):
+    out = pad_collate(batch)
+    out["rest"] = default_collate([{k: v for k, v in s.items() if k not in ("ids", "label")} for s in batch])
+    return out
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_dataloader_with_the_padding_collate_fn(num_workers):
+    from ember.data import DataLoader
+    ds = Sentences(10)
+    batches = list(DataLoader(ds, batch_size=4, collate_fn=pad_collate_all, num_workers=num_workers))
+    assert [len(b["label"]) for b in batches] == [4, 4, 2]
+    for k, b in enumerate(batches):
+        rows = range(4 * k, min(4 * k + 4, 10))
+        assert b["lengths"].tolist() == [len(ds.ids[i]) for i in rows]
+        for row, i in zip(b["ids"].numpy(), rows):
+            np.testing.assert_array_equal(row[:len(ds.ids[i])], ds.ids[i])
+            assert not row[len(ds.ids[i]):].any()
+        rest = b["rest"]
+        assert rest["name"] == [f"s{i}" for i in rows]
+        assert type(rest["extra"]) is Point and rest["extra"].x.dtype is ember.float32
+        ints, floats = rest["extra"].y
+        assert ints.tolist() == list(rows) and floats.dtype is ember.float64
