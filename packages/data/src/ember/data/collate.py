@@ -85,7 +85,9 @@ def _column(batch, key):
     try:
         return [sample[key] for sample in batch]
     except KeyError:
-        missing = next(i for i, sample in enumerate(batch) if key not in sample)
+        missing = next((i for i, sample in enumerate(batch) if key not in sample), None)
+        if missing is None:  # the key is there, the mapping itself failed: its own error says more
+            raise
         raise KeyError(f"default_collate: sample {missing} of the batch has no key {key!r}, which the first "
                        "sample has; every sample must have the first sample's keys") from None
 
