@@ -118,7 +118,12 @@ class Backend:
         """Give cached, unused memory back to the system."""
 
     def pin_memory(self, array):
-        """Page-locked host copy of ``array`` where the backend has such memory."""
+        """A copy of the host (NumPy) ``array`` in this backend's page-locked host memory, as a NumPy array.
+
+        Override it where the device has such memory (CUDA's pinned memory):
+        ``Tensor.pin_memory()`` then uses it and ``ember.memory.can_pin_memory()``
+        is True. This default, which has none, is never called for pinning.
+        """
         return array
 
     def describe(self) -> str:
