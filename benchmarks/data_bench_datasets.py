@@ -1,4 +1,4 @@
-"""The datasets that ``bench_data.py`` loads, in NumPy only, so that ember's and PyTorch's DataLoader read the same class.
+"""The datasets ``bench_data.py`` loads, NumPy only, so ember's and PyTorch's DataLoader read the same class.
 
 Both are map-style datasets (``__len__``, ``__getitem__``); neither imports ember
 or torch, so a worker process of either library can unpickle and run them.
