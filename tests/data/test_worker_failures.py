@@ -38,8 +38,9 @@ def reaped(workers, within: float = 5.0) -> bool:
     return False
 
 
-def no_shared_memory_left(pid: int) -> bool:
-    return not [p for p in os.listdir("/dev/shm") if p.startswith(f"ember_{pid}_")]
+def no_shared_memory_left(prefix: str) -> bool:
+    """Nothing in /dev/shm starts with ``prefix`` (an iterator's, or ``ember_<pid>_`` for a whole process)."""
+    return not [p for p in os.listdir("/dev/shm") if p.startswith(prefix.lstrip("/"))]
 
 
 def test_an_exception_in_a_worker_is_raised_with_its_type_worker_id_and_traceback():
@@ -102,10 +103,10 @@ def test_timeout_raises_when_a_batch_takes_too_long():
 def test_dropping_the_iterator_shuts_the_workers_down():
     it = iter(DataLoader(Echo(100), batch_size=2, num_workers=2))
     next(it)
-    workers = it._workers
+    workers, prefix = it._workers, it._shm_prefix
     del it
     gc.collect()
-    assert reaped(workers) and no_shared_memory_left(os.getpid())
+    assert reaped(workers) and no_shared_memory_left(prefix)
 
 
 def test_an_exception_unwinding_through_the_loop_shuts_the_workers_down():
@@ -150,7 +151,7 @@ def test_the_interpreter_exits_promptly_and_takes_the_workers_along(tmp_path):
     assert out.returncode == 0, out.stderr
     main_pid, *worker_pids = map(int, out.stdout.split())
     assert time.monotonic() - start < 20 and len(worker_pids) == 2
-    assert all(gone(pid) for pid in worker_pids) and no_shared_memory_left(main_pid)
+    assert all(gone(pid) for pid in worker_pids) and no_shared_memory_left(f"ember_{main_pid}_")
     assert "Traceback" not in out.stderr
 
 

@@ -69,8 +69,8 @@ def test_slots_are_reused_and_nothing_is_left_in_dev_shm():
         total += x.sum().item()
     assert total == sum(range(4000))
     assert len(it._views._maps) <= 2 * 6, "slots should be reused, not made anew for each of the 100 batches"
-    leftovers = [p for p in os.listdir("/dev/shm") if p.startswith(f"ember_{os.getpid()}_")]
-    assert leftovers == []
+    prefix = it._shm_prefix.lstrip("/")
+    assert [p for p in os.listdir("/dev/shm") if p.startswith(prefix)] == []
 
 
 def test_a_batch_kept_by_the_user_is_never_overwritten():
