@@ -199,6 +199,13 @@ def test_tensor_infers_dtype(data, want):
     assert ember.tensor(data).dtype is want
 
 
+@pytest.mark.parametrize("data", [[2**63], 2**64 - 1, [[2**63, 2**63 + 1]]])
+def test_tensor_refuses_python_ints_past_int64(data):
+    with pytest.raises(RuntimeError, match="Overflow when unpacking long"):
+        ember.tensor(data)
+    assert ember.tensor([2**63 - 1]).item() == 2**63 - 1
+
+
 def test_tensor_copies_its_data():
     a = np.array([1.0, 2.0])
     t = ember.tensor(a)

@@ -58,7 +58,10 @@ def _infer_dtype(data, arr) -> dt.dtype:
     kind = arr.dtype.kind
     if kind == "b":
         return dt.bool_
-    if kind in "iu":
+    if kind == "u":  # NumPy's choice for Python ints past int64's range
+        raise RuntimeError(f"Overflow when unpacking long: the integers in {type(data).__name__} data do not fit in "
+                           "int64 ([-2**63, 2**63)); pass smaller values or a float dtype")
+    if kind == "i":
         return dt.int64
     if kind == "f":
         return dt.get_default_dtype()
