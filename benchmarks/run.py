@@ -30,6 +30,19 @@ import numpy as np
 from workloads import WORKLOADS
 
 OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def limit_threads(n: int) -> None:
+    """Run this script again with the BLAS and OpenMP thread pools of NumPy and PyTorch at ``n`` threads.
+
+    NumPy's BLAS reads its thread count once, when it loads, so the variables must be set before the
+    interpreter imports NumPy: the script re-executes itself with them (once; the variables tell).
+    """
+    if all(os.environ.get(v) == str(n) for v in THREAD_VARS):
+        return
+    os.environ.update({v: str(n) for v in THREAD_VARS})
+    os.execv(sys.executable, [sys.executable, *sys.argv])
 
 
 def load_libs(use_torch: bool) -> dict:
@@ -56,9 +69,21 @@ def environment(libs: dict) -> dict:
         "numpy_blas": f"{blas.get('name', '?')} {blas.get('version', '')}".strip(),
         "torch": libs["torch"].__version__ if "torch" in libs else None,
         "torch_threads": libs["torch"].get_num_threads() if "torch" in libs else None,
+        "numpy_blas_threads": _blas_threads(),
+        "thread_vars_set": {v: os.environ[v] for v in THREAD_VARS if v in os.environ},
         "openblas_vars_set": {v: os.environ[v] for v in OPENBLAS_VARS if v in os.environ},
     }
     return env
+
+
+def _blas_threads():
+    """NumPy's BLAS thread count, if ``threadpoolctl`` is there to tell (else None)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    return next((p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"
+                 and "numpy" in p.get("filepath", "")), None)
 
 
 def _cpu_model() -> str:
@@ -76,7 +101,10 @@ def print_environment(env: dict) -> None:
     torch = f"torch {env['torch']} ({env['torch_threads']} threads)" if env["torch"] else "torch not installed"
     print(f"{env['date']}  Python {env['python']}  {env['platform']}")
     print(f"CPU: {env['processor']}, {env['cpu_count']} CPUs ({env['cpus_usable']} usable)")
-    print(f"ember {env['ember']}  NumPy {env['numpy']} ({env['numpy_blas']})  {torch}")
+    blas_threads = f", {env['numpy_blas_threads']} threads" if env["numpy_blas_threads"] else ""
+    print(f"ember {env['ember']}  NumPy {env['numpy']} ({env['numpy_blas']}{blas_threads})  {torch}")
+    if env["thread_vars_set"]:
+        print(f"thread limits: {env['thread_vars_set']}")
     if env["openblas_vars_set"]:
         bar = "!" * 78
         print(f"{bar}\nWARNING: {env['openblas_vars_set']} set: NumPy's matmul on transposed inputs can be up to "
@@ -121,13 +149,30 @@ def make_timer(repeat: int, warmup: int, min_time: float):
     return timer
 
 
-def run_workload(w, libs: dict, timer, with_details: bool) -> dict:
+def profile_text(fn, top: int, min_time: float = 1.0) -> str:
+    """cProfile of ``fn`` called for about ``min_time`` seconds (at least 3 calls): the ``top`` functions by own time."""
+    import cProfile
+    import io
+    import pstats
+    number = max(3, calls_for(fn, min_time))
+    profiler = cProfile.Profile()
+    profiler.runcall(per_call, fn, number)
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).strip_dirs().sort_stats("tottime")
+    stats.print_stats(top)
+    body = out.getvalue().split("\n")
+    start = next(i for i, line in enumerate(body) if "ncalls" in line)
+    return f"{number} calls\n" + "\n".join(line for line in body[start:] if line.strip())
+
+
+def run_workload(w, libs: dict, timer, with_details: bool, profile: int = 0) -> dict:
     """Time one workload in every library; its figures, ratios, target and verdict."""
     fns = {name: w.setup(lib) for name, lib in libs.items()}
     if getattr(w, "setup_numpy", None):
         fns["numpy"] = w.setup_numpy()
     fns = {k: fns[k] for k in ("ember", "numpy", "torch") if k in fns}
     seconds = timer(fns)
+    profiled = profile_text(fns["ember"], profile) if profile else None
     del fns  # free the models before the details, which measure memory
     gc.collect()
     ember_s, numpy_s, torch_s = seconds["ember"], seconds.get("numpy"), seconds.get("torch")
@@ -139,7 +184,7 @@ def run_workload(w, libs: dict, timer, with_details: bool) -> dict:
         target, passed = f"<= {limit:g} µs", ember_s * 1e6 <= limit
     result = {"name": w.NAME, "title": w.TITLE, "ember_s": ember_s, "numpy_s": numpy_s, "torch_s": torch_s,
               "ember_vs_torch": vs_torch, "ember_vs_numpy": ember_s / numpy_s if numpy_s else None,
-              "target": target, "passed": passed, "details": []}
+              "target": target, "passed": passed, "details": [], "profile": profiled}
     if with_details and getattr(w, "details", None):
         result["details"] = w.details(libs, timer)
     return result
@@ -178,6 +223,9 @@ def print_table(results: list) -> None:
     print()
     for r in results:
         print(f"  {r['name']:<20} {r['title']}")
+    for r in results:
+        if r["profile"]:
+            print(f"\nprofile of ember's {r['name']}, by own time: {r['profile']}")
 
 
 def main(argv=None) -> int:
@@ -189,12 +237,20 @@ def main(argv=None) -> int:
     parser.add_argument("--min-time", type=float, help="seconds each sample lasts at least (default 0.1, 0.02 quick)")
     parser.add_argument("--no-torch", action="store_true", help="leave PyTorch out even if it is installed")
     parser.add_argument("--no-details", action="store_true", help="skip the FLOP/s and memory figures")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="also profile ember's side of each workload (cProfile) and print its N costliest functions")
+    parser.add_argument("--threads", type=int, metavar="N",
+                        help="run NumPy's BLAS and PyTorch with N threads (default: each library's own default)")
     args = parser.parse_args(argv)
+    if args.threads:
+        limit_threads(args.threads)
     repeat = args.repeat or (3 if args.quick else 15)
     min_time = args.min_time or (0.02 if args.quick else 0.1)
     timer = make_timer(repeat, warmup=1 if args.quick else 3, min_time=min_time)
 
     libs = load_libs(not args.no_torch)
+    if args.threads and "torch" in libs:
+        libs["torch"].set_num_threads(args.threads)
     env = environment(libs)
     print_environment(env)
     chosen = [w for w in WORKLOADS if args.filter in w.NAME]
@@ -203,7 +259,7 @@ def main(argv=None) -> int:
     results = []
     for w in chosen:
         print(f"running {w.NAME} ...", file=sys.stderr, flush=True)
-        results.append(run_workload(w, libs, timer, not args.no_details))
+        results.append(run_workload(w, libs, timer, not args.no_details, args.profile))
     print_table(results)
     verdicts = [r["passed"] for r in results] + [d["passed"] for r in results for d in r["details"]]
     print(f"\n{verdicts.count(True)} targets met, {verdicts.count(False)} missed, {verdicts.count(None)} not judged "
