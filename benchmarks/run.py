@@ -133,13 +133,17 @@ def calls_for(fn, min_time: float) -> int:
 
 
 def make_timer(repeat: int, warmup: int, min_time: float):
-    """``timer(fns)``: warm each function up, then time them in alternating order; median seconds per call each."""
-    def timer(fns: dict) -> dict:
+    """``timer(fns)``: warm each function up, then time them in alternating order; median seconds per call each.
+
+    ``timer(fns, samples)`` also puts every function's samples (seconds per call) in the dict ``samples``.
+    """
+    def timer(fns: dict, samples: dict | None = None) -> dict:
         for fn in fns.values():
             for _ in range(warmup):
                 fn()
         numbers = {name: calls_for(fn, min_time) for name, fn in fns.items()}
-        samples = {name: [] for name in fns}
+        samples = {} if samples is None else samples
+        samples.update({name: [] for name in fns})
         order = list(fns)
         for r in range(repeat):
             for name in (order if r % 2 == 0 else order[::-1]):
@@ -171,7 +175,8 @@ def run_workload(w, libs: dict, timer, with_details: bool, profile: int = 0) -> 
     if getattr(w, "setup_numpy", None):
         fns["numpy"] = w.setup_numpy()
     fns = {k: fns[k] for k in ("ember", "numpy", "torch") if k in fns}
-    seconds = timer(fns)
+    samples = {}
+    seconds = timer(fns, samples)
     profiled = profile_text(fns["ember"], profile) if profile else None
     del fns  # free the models before the details, which measure memory
     gc.collect()
@@ -184,7 +189,8 @@ def run_workload(w, libs: dict, timer, with_details: bool, profile: int = 0) -> 
         target, passed = f"<= {limit:g} µs", ember_s * 1e6 <= limit
     result = {"name": w.NAME, "title": w.TITLE, "ember_s": ember_s, "numpy_s": numpy_s, "torch_s": torch_s,
               "ember_vs_torch": vs_torch, "ember_vs_numpy": ember_s / numpy_s if numpy_s else None,
-              "target": target, "passed": passed, "details": [], "profile": profiled}
+              "target": target, "passed": passed, "details": [], "profile": profiled,
+              "samples_s": samples}
     if with_details and getattr(w, "details", None):
         result["details"] = w.details(libs, timer)
     return result
