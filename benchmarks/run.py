@@ -72,6 +72,7 @@ def environment(libs: dict) -> dict:
         "numpy_blas_threads": _blas_threads(),
         "thread_vars_set": {v: os.environ[v] for v in THREAD_VARS if v in os.environ},
         "openblas_vars_set": {v: os.environ[v] for v in OPENBLAS_VARS if v in os.environ},
+        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
     }
     return env
 
@@ -105,12 +106,25 @@ def print_environment(env: dict) -> None:
     print(f"ember {env['ember']}  NumPy {env['numpy']} ({env['numpy_blas']}{blas_threads})  {torch}")
     if env["thread_vars_set"]:
         print(f"thread limits: {env['thread_vars_set']}")
-    if env["openblas_vars_set"]:
-        bar = "!" * 78
-        print(f"{bar}\nWARNING: {env['openblas_vars_set']} set: NumPy's matmul on transposed inputs can be up to "
-              f"50x slower.\nRerun under `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE`; these figures are not "
-              f"representative.\n{bar}", file=sys.stderr)
+    load = env["load_average"]
+    if load:
+        busy = load[0] >= (env["cpus_usable"] or 1)
+        print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+              + (": the machine is busy, figures are noisy (NumPy's multi-threaded BLAS suffers most; see --threads)"
+                 if busy else ""))
+    for line in openblas_warning(env):
+        print(line)
+        print(line, file=sys.stderr)
     print()
+
+
+def openblas_warning(env: dict) -> list:
+    """Loud lines when the OpenBLAS variables are set (none when they are not)."""
+    if not env["openblas_vars_set"]:
+        return []
+    bar = "!" * 78
+    return [bar, f"WARNING: {env['openblas_vars_set']} set: NumPy's matmul on transposed inputs can be 50x slower.",
+            "Rerun under `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE`: these figures are not representative.", bar]
 
 
 def per_call(fn, number: int) -> float:
@@ -154,7 +168,7 @@ def make_timer(repeat: int, warmup: int, min_time: float):
 
 
 def profile_text(fn, top: int, min_time: float = 1.0) -> str:
-    """cProfile of ``fn`` called for about ``min_time`` seconds (at least 3 calls): the ``top`` functions by own time."""
+    """cProfile of ``fn`` run for about ``min_time`` seconds (at least 3 calls): its ``top`` functions by own time."""
     import cProfile
     import io
     import pstats
@@ -215,8 +229,10 @@ def print_table(results: list) -> None:
     rows = [(r["name"], _time(r["ember_s"]), _time(r["numpy_s"]), _time(r["torch_s"]), _ratio(r["ember_vs_torch"]),
              _ratio(r["ember_vs_numpy"]), r["target"], _verdict(r["passed"])) for r in results]
     widths = [max(len(row[i]) for row in rows + [header]) for i in range(len(header))]
-    line = lambda row: "  ".join(c.ljust(wd) if i in (0, 6) else c.rjust(wd)  # noqa: E731
-                                 for i, (c, wd) in enumerate(zip(row, widths))).rstrip()
+
+    def line(row):  # names and targets to the left, figures to the right
+        cells = (c.ljust(wd) if i in (0, 6) else c.rjust(wd) for i, (c, wd) in enumerate(zip(row, widths)))
+        return "  ".join(cells).rstrip()
     print(line(header))
     print("-" * len(line(header)))
     for row in rows:
@@ -244,7 +260,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-torch", action="store_true", help="leave PyTorch out even if it is installed")
     parser.add_argument("--no-details", action="store_true", help="skip the FLOP/s and memory figures")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="also profile ember's side of each workload (cProfile) and print its N costliest functions")
+                        help="also profile ember's side of each workload (cProfile); print its N costliest functions")
     parser.add_argument("--threads", type=int, metavar="N",
                         help="run NumPy's BLAS and PyTorch with N threads (default: each library's own default)")
     args = parser.parse_args(argv)
@@ -270,6 +286,8 @@ def main(argv=None) -> int:
     verdicts = [r["passed"] for r in results] + [d["passed"] for r in results for d in r["details"]]
     print(f"\n{verdicts.count(True)} targets met, {verdicts.count(False)} missed, {verdicts.count(None)} not judged "
           f"(PyTorch {'missing' if 'torch' not in libs else 'present'}); medians of {repeat} samples")
+    for line in openblas_warning(env):
+        print(line)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"environment": env, "repeat": repeat, "min_time_s": min_time, "results": results}, f, indent=2)

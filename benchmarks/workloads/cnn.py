@@ -4,6 +4,7 @@ Its details: the FLOP/s of the second convolution's forward against NumPy's floa
 same GEMM (target: ember at least half of NumPy), and the peak memory of one ember training step
 against what the step must hold (target: at most 1.5x; see :func:`memory_detail` for the count).
 """
+import functools
 import gc
 import tracemalloc
 
@@ -58,7 +59,7 @@ def conv_detail(libs, timer):
             a = model[1](model[0](x))
         a = a.detach().requires_grad_(True)
         conv = model[2]
-        fns[name] = (lambda F, a, w, b: lambda: F.conv2d(a, w, b))(lib.nn.functional, a, conv.weight, conv.bias)
+        fns[name] = functools.partial(lib.nn.functional.conv2d, a, conv.weight, conv.bias)
     n, cin, h, w = a.shape
     cout, k = conv.weight.shape[0], conv.weight.shape[-1]
     ho, wo = h - k + 1, w - k + 1
@@ -138,7 +139,7 @@ def memory_detail(ember):
 
 
 def _traced_peak(ember):
-    """Peak bytes traced by ``tracemalloc`` over a training step (after a warm-up step) of a model built under tracing."""
+    """Peak bytes traced by ``tracemalloc`` over a training step (after a warm-up) of a model built under tracing."""
     tracemalloc.start()
     try:
         *_, step = build(ember)

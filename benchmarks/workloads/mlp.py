@@ -1,4 +1,6 @@
 """Workload 1: MLP 784-512-512-10 with ReLU, batch 128, cross-entropy, SGD with momentum 0.9: a training step."""
+import itertools
+
 import numpy as np
 
 NAME = "mlp"
@@ -27,7 +29,7 @@ def setup(lib):
 def setup_numpy():
     """The same step by hand: forward, softmax cross-entropy, backward and momentum update, in place where it can be."""
     rng = np.random.default_rng(0)
-    ws = [(rng.standard_normal((i, o), dtype=np.float32) / np.float32(np.sqrt(i))) for i, o in zip(SIZES, SIZES[1:])]
+    ws = [rng.standard_normal((i, o), dtype=np.float32) / np.float32(np.sqrt(i)) for i, o in itertools.pairwise(SIZES)]
     bs = [np.zeros(o, np.float32) for o in SIZES[1:]]
     params = ws + bs
     bufs = [np.zeros_like(p) for p in params]

@@ -13,7 +13,7 @@ BATCH, SIZE = 8, 64
 
 
 def build_resnet18(lib, num_classes=1000):
-    """ResNet-18: a 7x7 stem, max pooling, four stages of two BasicBlocks (64, 128, 256, 512 channels), average pooling, fc."""
+    """ResNet-18: a 7x7 stem, max pooling, four stages of two BasicBlocks (64-512 channels), average pooling, fc."""
     nn = lib.nn
 
     class BasicBlock(nn.Module):
