@@ -109,9 +109,9 @@ def print_environment(env: dict) -> None:
     load = env["load_average"]
     if load:
         busy = load[0] >= (env["cpus_usable"] or 1)
+        hint = "" if env["thread_vars_set"] else " (NumPy's multi-threaded BLAS suffers most; see --threads)"
         print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
-              + (": the machine is busy, figures are noisy (NumPy's multi-threaded BLAS suffers most; see --threads)"
-                 if busy else ""))
+              + (f": the machine is busy, figures are noisy{hint}" if busy else ""))
     for line in openblas_warning(env):
         print(line)
         print(line, file=sys.stderr)
