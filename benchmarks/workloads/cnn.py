@@ -84,7 +84,7 @@ def conv_detail(libs, timer):
 
 
 #: what each layer's backward needs of the forward, counted once per storage
-SAVED = {"Conv2d": "input", "Linear": "input", "ReLU": "output", "MaxPool2d": "input"}
+SAVED = {"Conv2d": ("input",), "Linear": ("input",), "ReLU": ("output",), "MaxPool2d": ("input", "output")}
 
 
 def memory_detail(ember):
@@ -92,10 +92,11 @@ def memory_detail(ember):
 
     Saved activations are counted from a forward with hooks, by what each layer's backward needs:
     a convolution's and a linear layer's input (for the weight gradient), a ReLU's output (its mask),
-    a max pooling's input (where the maxima are; PyTorch also keeps int64 indices, not counted here),
-    nothing for ``Flatten`` (a view), the logits (the size of the softmax the loss keeps) and the labels.
-    Each storage counts once (the ReLU's output is the next convolution's input; the flattened
-    pooling output is a view). The batch is in the count as the first convolution's input.
+    a max pooling's input and output (enough to find where the maxima were; PyTorch keeps int64
+    indices instead, not counted here), nothing for ``Flatten`` (a view), the logits (the size of the
+    softmax the loss keeps) and the labels. Each storage counts once (a ReLU's output is the next
+    layer's input; the flattened pooling output is a view of it and the first linear layer's input).
+    The batch is in the count as the first convolution's input.
 
     The peak comes from ``ember.max_memory_allocated()`` over a step after a warm-up step (so the
     optimizer state exists), less what was allocated before the model was built. A second figure,
@@ -108,9 +109,8 @@ def memory_detail(ember):
     saved = {}
 
     def hook(module, inputs, output):
-        rule = SAVED.get(type(module).__name__)
-        if rule:
-            t = inputs[0] if rule == "input" else output
+        for which in SAVED.get(type(module).__name__, ()):
+            t = inputs[0] if which == "input" else output
             saved[t.data_ptr()] = t.nbytes
     handles = [m.register_forward_hook(hook) for m in model]
     logits = model(x)
