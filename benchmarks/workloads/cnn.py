@@ -135,7 +135,8 @@ def memory_detail(ember):
             "target": f"<= {MEMORY_TARGET}x the sum", "passed": ratio <= MEMORY_TARGET,
             "text": (f"ember peak {peak / mb:.1f} MB vs sum {total / mb:.1f} MB (params {params / mb:.1f} + grads "
                      f"{grads / mb:.1f} + Adam state {state / mb:.1f} + saved activations {activations / mb:.1f}): "
-                     f"{ratio:.2f}x; all NumPy memory (tracemalloc) peaks at {traced / mb:.1f} MB")}
+                     f"{ratio:.2f}x; all NumPy memory (tracemalloc) peaks at {traced / mb:.1f} MB "
+                     f"({traced / total:.2f}x)")}
 
 
 def _traced_peak(ember):
