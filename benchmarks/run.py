@@ -1,0 +1,298 @@
+"""ember's benchmark suite: each workload in ember, by hand in NumPy, and in PyTorch, side by side.
+
+Run from the repository root, with the OpenBLAS variables that some machines set removed (they make
+NumPy's matmul on transposed inputs up to 50x slower)::
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/run.py [--quick] [-k NAME] [--json PATH]
+
+PyTorch is timed when ``import torch`` works in this interpreter; without it the table has the
+ember and NumPy columns only. The workloads are in ``benchmarks/workloads/`` (one module each; see
+its ``__init__``). For each workload every library is warmed up, then timed in turns — ember,
+NumPy, PyTorch, then the reverse order, and so on — ``--repeat`` times; each time is the mean over
+enough calls to last ``--min-time`` seconds, and the table gives the median of those times.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import importlib
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from workloads import WORKLOADS
+
+OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def limit_threads(n: int) -> None:
+    """Run this script again with the BLAS and OpenMP thread pools of NumPy and PyTorch at ``n`` threads.
+
+    NumPy's BLAS reads its thread count once, when it loads, so the variables must be set before the
+    interpreter imports NumPy: the script re-executes itself with them (once; the variables tell).
+    """
+    if all(os.environ.get(v) == str(n) for v in THREAD_VARS):
+        return
+    os.environ.update({v: str(n) for v in THREAD_VARS})
+    os.execv(sys.executable, [sys.executable, *sys.argv])
+
+
+def load_libs(use_torch: bool) -> dict:
+    """``{"ember": ember, "torch": torch}``, without torch when it is not wanted or does not import."""
+    import ember
+    for sub in ("ember.nn", "ember.nn.functional", "ember.optim"):
+        importlib.import_module(sub)
+    libs = {"ember": ember}
+    if use_torch and importlib.util.find_spec("torch") is not None:
+        import torch
+        libs["torch"] = torch
+    return libs
+
+
+def environment(libs: dict) -> dict:
+    """What the figures depend on: versions, CPUs, BLAS, the OpenBLAS variables."""
+    blas = np.show_config(mode="dicts").get("Build Dependencies", {}).get("blas", {})
+    env = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(), "platform": platform.platform(), "machine": platform.machine(),
+        "processor": _cpu_model(), "cpu_count": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "ember": libs["ember"].__version__, "numpy": np.__version__,
+        "numpy_blas": f"{blas.get('name', '?')} {blas.get('version', '')}".strip(),
+        "torch": libs["torch"].__version__ if "torch" in libs else None,
+        "torch_threads": libs["torch"].get_num_threads() if "torch" in libs else None,
+        "numpy_blas_threads": _blas_threads(),
+        "thread_vars_set": {v: os.environ[v] for v in THREAD_VARS if v in os.environ},
+        "openblas_vars_set": {v: os.environ[v] for v in OPENBLAS_VARS if v in os.environ},
+        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+    }
+    return env
+
+
+def _blas_threads():
+    """NumPy's BLAS thread count, if ``threadpoolctl`` is there to tell (else None)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    return next((p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"
+                 and "numpy" in p.get("filepath", "")), None)
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def print_environment(env: dict) -> None:
+    torch = f"torch {env['torch']} ({env['torch_threads']} threads)" if env["torch"] else "torch not installed"
+    print(f"{env['date']}  Python {env['python']}  {env['platform']}")
+    print(f"CPU: {env['processor']}, {env['cpu_count']} CPUs ({env['cpus_usable']} usable)")
+    blas_threads = f", {env['numpy_blas_threads']} threads" if env["numpy_blas_threads"] else ""
+    print(f"ember {env['ember']}  NumPy {env['numpy']} ({env['numpy_blas']}{blas_threads})  {torch}")
+    if env["thread_vars_set"]:
+        print(f"thread limits: {env['thread_vars_set']}")
+    load = env["load_average"]
+    if load:
+        busy = load[0] >= (env["cpus_usable"] or 1)
+        hint = "" if env["thread_vars_set"] else " (NumPy's multi-threaded BLAS suffers most; see --threads)"
+        print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+              + (f": the machine is busy, figures are noisy{hint}" if busy else ""))
+    for line in openblas_warning(env):
+        print(line)
+        print(line, file=sys.stderr)
+    print()
+
+
+def openblas_warning(env: dict) -> list:
+    """Loud lines when the OpenBLAS variables are set (none when they are not)."""
+    if not env["openblas_vars_set"]:
+        return []
+    bar = "!" * 78
+    return [bar, f"WARNING: {env['openblas_vars_set']} set: NumPy's matmul on transposed inputs can be 50x slower.",
+            "Rerun under `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE`: these figures are not representative.", bar]
+
+
+def per_call(fn, number: int) -> float:
+    """Mean seconds per call over ``number`` calls."""
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number
+
+
+def calls_for(fn, min_time: float) -> int:
+    """How many calls of ``fn`` last about ``min_time`` seconds."""
+    n, elapsed = 0, 0.0
+    start = time.perf_counter()
+    while elapsed < min_time / 5 or n < 1:
+        fn()
+        n += 1
+        elapsed = time.perf_counter() - start
+    return max(1, round(min_time / (elapsed / n)))
+
+
+def make_timer(repeat: int, warmup: int, min_time: float):
+    """``timer(fns)``: warm each function up, then time them in alternating order; median seconds per call each.
+
+    ``timer(fns, samples)`` also puts every function's samples (seconds per call) in the dict ``samples``.
+    """
+    def timer(fns: dict, samples: dict | None = None) -> dict:
+        for fn in fns.values():
+            for _ in range(warmup):
+                fn()
+        numbers = {name: calls_for(fn, min_time) for name, fn in fns.items()}
+        samples = {} if samples is None else samples
+        samples.update({name: [] for name in fns})
+        order = list(fns)
+        for r in range(repeat):
+            for name in (order if r % 2 == 0 else order[::-1]):
+                gc.collect()
+                samples[name].append(per_call(fns[name], numbers[name]))
+        return {name: statistics.median(s) for name, s in samples.items()}
+    return timer
+
+
+def profile_text(fn, top: int, min_time: float = 1.0) -> str:
+    """cProfile of ``fn`` run for about ``min_time`` seconds (at least 3 calls): its ``top`` functions by own time."""
+    import cProfile
+    import io
+    import pstats
+    number = max(3, calls_for(fn, min_time))
+    profiler = cProfile.Profile()
+    profiler.runcall(per_call, fn, number)
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).strip_dirs().sort_stats("tottime")
+    stats.print_stats(top)
+    body = out.getvalue().split("\n")
+    start = next(i for i, line in enumerate(body) if "ncalls" in line)
+    return f"{number} calls\n" + "\n".join(line for line in body[start:] if line.strip())
+
+
+def run_workload(w, libs: dict, timer, with_details: bool, profile: int = 0) -> dict:
+    """Time one workload in every library; its figures, ratios, target and verdict."""
+    fns = {name: w.setup(lib) for name, lib in libs.items()}
+    if getattr(w, "setup_numpy", None):
+        fns["numpy"] = w.setup_numpy()
+    fns = {k: fns[k] for k in ("ember", "numpy", "torch") if k in fns}
+    samples = {}
+    seconds = timer(fns, samples)
+    profiled = profile_text(fns["ember"], profile) if profile else None
+    del fns  # free the models before the details, which measure memory
+    gc.collect()
+    ember_s, numpy_s, torch_s = seconds["ember"], seconds.get("numpy"), seconds.get("torch")
+    kind, limit = w.TARGET
+    vs_torch = ember_s / torch_s if torch_s else None
+    if kind == "ratio":
+        target, passed = f"<= {limit:g}x PyTorch", (vs_torch <= limit if vs_torch is not None else None)
+    else:
+        target, passed = f"<= {limit:g} µs", ember_s * 1e6 <= limit
+    result = {"name": w.NAME, "title": w.TITLE, "ember_s": ember_s, "numpy_s": numpy_s, "torch_s": torch_s,
+              "ember_vs_torch": vs_torch, "ember_vs_numpy": ember_s / numpy_s if numpy_s else None,
+              "target": target, "passed": passed, "details": [], "profile": profiled,
+              "samples_s": samples}
+    if with_details and getattr(w, "details", None):
+        result["details"] = w.details(libs, timer)
+    return result
+
+
+def _time(s) -> str:
+    if s is None:
+        return "-"
+    return f"{s * 1e6:.2f} µs" if s < 1e-3 else f"{s * 1e3:.2f} ms"
+
+
+def _ratio(r) -> str:
+    return "-" if r is None else f"{r:.2f}x"
+
+
+def _verdict(passed) -> str:
+    return {True: "PASS", False: "FAIL", None: "n/a"}[passed]
+
+
+def print_table(results: list) -> None:
+    header = ("workload", "ember", "NumPy", "PyTorch", "ember/PyTorch", "ember/NumPy", "target", "result")
+    rows = [(r["name"], _time(r["ember_s"]), _time(r["numpy_s"]), _time(r["torch_s"]), _ratio(r["ember_vs_torch"]),
+             _ratio(r["ember_vs_numpy"]), r["target"], _verdict(r["passed"])) for r in results]
+    widths = [max(len(row[i]) for row in rows + [header]) for i in range(len(header))]
+
+    def line(row):  # names and targets to the left, figures to the right
+        cells = (c.ljust(wd) if i in (0, 6) else c.rjust(wd) for i, (c, wd) in enumerate(zip(row, widths)))
+        return "  ".join(cells).rstrip()
+    print(line(header))
+    print("-" * len(line(header)))
+    for row in rows:
+        print(line(row))
+    details = [d for r in results for d in r["details"]]
+    if details:
+        print()
+    for d in details:
+        print(f"{d['name']}: {d['text']}; target {d['target']}: {_verdict(d['passed'])}")
+    print()
+    for r in results:
+        print(f"  {r['name']:<20} {r['title']}")
+    for r in results:
+        if r["profile"]:
+            print(f"\nprofile of ember's {r['name']}, by own time: {r['profile']}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few repeats, short samples: a smoke run")
+    parser.add_argument("-k", "--filter", default="", metavar="NAME", help="only workloads whose name contains NAME")
+    parser.add_argument("--json", metavar="PATH", help="also write the environment and figures to PATH")
+    parser.add_argument("--repeat", type=int, help="timed samples per library (default 15, 3 with --quick)")
+    parser.add_argument("--min-time", type=float, help="seconds each sample lasts at least (default 0.1, 0.02 quick)")
+    parser.add_argument("--no-torch", action="store_true", help="leave PyTorch out even if it is installed")
+    parser.add_argument("--no-details", action="store_true", help="skip the FLOP/s and memory figures")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="also profile ember's side of each workload (cProfile); print its N costliest functions")
+    parser.add_argument("--threads", type=int, metavar="N",
+                        help="run NumPy's BLAS and PyTorch with N threads (default: each library's own default)")
+    args = parser.parse_args(argv)
+    if args.threads:
+        limit_threads(args.threads)
+    repeat = args.repeat or (3 if args.quick else 15)
+    min_time = args.min_time or (0.02 if args.quick else 0.1)
+    timer = make_timer(repeat, warmup=1 if args.quick else 3, min_time=min_time)
+
+    libs = load_libs(not args.no_torch)
+    if args.threads and "torch" in libs:
+        libs["torch"].set_num_threads(args.threads)
+    env = environment(libs)
+    print_environment(env)
+    chosen = [w for w in WORKLOADS if args.filter in w.NAME]
+    if not chosen:
+        parser.error(f"no workload matches {args.filter!r}; there are {', '.join(w.NAME for w in WORKLOADS)}")
+    results = []
+    for w in chosen:
+        print(f"running {w.NAME} ...", file=sys.stderr, flush=True)
+        results.append(run_workload(w, libs, timer, not args.no_details, args.profile))
+    print_table(results)
+    verdicts = [r["passed"] for r in results] + [d["passed"] for r in results for d in r["details"]]
+    print(f"\n{verdicts.count(True)} targets met, {verdicts.count(False)} missed, {verdicts.count(None)} not judged "
+          f"(PyTorch {'missing' if 'torch' not in libs else 'present'}); medians of {repeat} samples")
+    for line in openblas_warning(env):
+        print(line)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"environment": env, "repeat": repeat, "min_time_s": min_time, "results": results}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
