@@ -5,7 +5,7 @@ import math
 
 import ember
 
-from .optimizer import (Optimizer, Scratch, advance_step, bump, check_differentiable, check_options, grad_array,
+from .optimizer import (Optimizer, advance_step, bump, check_differentiable, check_options, grad_array,
                         new_step_tensor)
 
 __all__ = ["Adam"]
@@ -81,7 +81,7 @@ class Adam(Optimizer):
                     g = grad_array(p, group["maximize"], 0 if decoupled else weight_decay)
                     m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
                     xp = p._device.backend.xp
-                    scratch = Scratch(xp, m)
+                    scratch = self._scratch.take(xp, m)
                     tmp = scratch("subtract", g, m)
                     tmp *= 1 - beta1
                     m += tmp
@@ -95,7 +95,7 @@ class Adam(Optimizer):
                         v_max._data[...] = xp.maximum(v_max._data, v)
                         bump(v_max)
                         v = v_max._data
-                    denom = xp.sqrt(v)
+                    denom = self._scratch.take(xp, m, 1)("sqrt", v)
                     denom /= math.sqrt(1 - beta2 ** t)
                     denom += eps
                     update = scratch("multiply", m, -step_size)

@@ -128,6 +128,7 @@ class Optimizer:
                             f"but got {_typename(params)}")
         self.state: defaultdict = defaultdict(dict)
         self.param_groups: list = []
+        self._scratch = ScratchPool()  # temporaries of the updates, reused from step to step
         param_groups = list(params)
         if len(param_groups) == 0:
             raise ValueError("optimizer got an empty parameter list")
@@ -395,8 +396,41 @@ def check_differentiable(differentiable: bool, fused, foreach) -> None:
 _TAKES_OUT: dict = {}
 
 
+def _takes_out(xp) -> bool:
+    """Whether ``xp``'s elementwise functions take ``out=`` (NumPy's and CuPy's ufuncs; the array API's do not)."""
+    takes_out = _TAKES_OUT.get(id(xp))
+    if takes_out is None:
+        takes_out = _TAKES_OUT[id(xp)] = hasattr(xp.multiply, "nout")
+    return takes_out
+
+
+class ScratchPool:
+    """Flat arrays an optimizer keeps between steps, out of which each parameter's update takes its temporaries.
+
+    ``pool.take(xp, like, slot)`` is a :class:`Scratch` shaped like ``like``,
+    backed by the pool's flat array for ``slot`` (grown to the largest
+    parameter it has served), so a step allocates nothing once the first one
+    has run. Different slots never share memory.
+    """
+
+    __slots__ = ("_flat",)
+
+    def __init__(self):
+        self._flat: dict = {}
+
+    def take(self, xp, like, slot: int = 0) -> "Scratch":
+        if not _takes_out(xp):
+            return Scratch(xp, None)
+        key = (slot, id(xp), like.dtype, getattr(like, "device", None))
+        flat = self._flat.get(key)
+        n = like.size
+        if flat is None or flat.shape[0] < n:
+            flat = self._flat[key] = xp.empty_like(xp.reshape(like, (-1,)))
+        return Scratch(xp, xp.reshape(flat[:n], like.shape))
+
+
 class Scratch:
-    """One reusable array for the temporaries of one parameter's update.
+    """A reusable array for the temporaries of one parameter's update (from :class:`ScratchPool`).
 
     ``scratch("multiply", a, b)`` computes ``xp.multiply(a, b)`` into the
     scratch array when the backend's elementwise functions take ``out=``
@@ -406,12 +440,9 @@ class Scratch:
 
     __slots__ = ("xp", "out")
 
-    def __init__(self, xp, like):
+    def __init__(self, xp, out):
         self.xp = xp
-        takes_out = _TAKES_OUT.get(id(xp))
-        if takes_out is None:
-            takes_out = _TAKES_OUT[id(xp)] = hasattr(xp.multiply, "nout")
-        self.out = xp.empty_like(like) if takes_out else None
+        self.out = out
 
     def __call__(self, name: str, *arrays):
         fn = getattr(self.xp, name)

@@ -55,6 +55,7 @@ class SGD(Optimizer):
                     if p.grad is None:
                         continue
                     g = grad_array(p, group["maximize"], group["weight_decay"])
+                    scratch = self._scratch.take(p._device.backend.xp, p._data)
                     if momentum != 0:
                         state = self.state[p]
                         buf = state.get("momentum_buffer")
@@ -64,9 +65,14 @@ class SGD(Optimizer):
                         else:
                             b = buf._data
                             b *= momentum
-                            b += g if keep == 1 else keep * g
+                            b += g if keep == 1 else scratch("multiply", g, keep)
                             bump(buf)
-                        g = g + momentum * buf._data if nesterov else buf._data
-                    p._data -= lr * g
+                        if nesterov:
+                            ahead = scratch("multiply", buf._data, momentum)
+                            ahead += g
+                            g = ahead
+                        else:
+                            g = buf._data
+                    p._data -= scratch("multiply", g, lr)
                     bump(p)
         return loss
