@@ -404,6 +404,28 @@ def _takes_out(xp) -> bool:
     return takes_out
 
 
+#: elements per piece in :func:`pieces`: a piece of each array an update touches fits in a core's L2 cache
+PIECE = 1 << 16
+
+
+def pieces(*arrays):
+    """The arrays cut into matching flat pieces of at most :data:`PIECE` elements, so that an update runs all
+    its passes over one piece while it is still in cache (``None`` entries stay ``None``).
+
+    Arrays of at most one piece, or that are not all C-contiguous NumPy-like arrays of one size, come back
+    whole, as the single piece.
+    """
+    first = arrays[0]
+    n = first.size
+    if n <= PIECE:
+        return (arrays,)
+    for a in arrays:
+        if a is not None and (a.size != n or not getattr(getattr(a, "flags", None), "c_contiguous", False)):
+            return (arrays,)
+    flat = [None if a is None else a.reshape(-1) for a in arrays]
+    return [tuple(None if f is None else f[i:i + PIECE] for f in flat) for i in range(0, n, PIECE)]
+
+
 class ScratchPool:
     """Flat arrays an optimizer keeps between steps, out of which each parameter's update takes its temporaries.
 
