@@ -4,7 +4,10 @@ The built-in optimizers update each parameter's array in place, straight on
 the backend's arrays (a few array operations per parameter, no autograd
 bookkeeping, float32 kept float32), and bump the parameter's version counter
 afterwards, exactly as an in-place tensor op would: a parameter changed after
-being saved for backward is still reported by backward.
+being saved for backward is still reported by backward. SGD and Adam run all
+their operations over one cache-sized piece of a large parameter before the
+next (:func:`pieces`); temporaries go into scratch arrays the optimizer keeps
+from step to step (:class:`ScratchPool`), so a step allocates nothing.
 
 >>> import ember
 >>> w = ember.tensor([1.0, 2.0], requires_grad=True)
