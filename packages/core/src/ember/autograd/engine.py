@@ -2,7 +2,8 @@
 
 ``run_backward`` serves both ``tensor.backward()`` (accumulate into leaves'
 ``.grad``) and ``ember.autograd.grad`` (return gradients for ``inputs``, leave
-``.grad`` alone).
+``.grad`` alone). A leaf's first ``.grad`` is the incoming gradient itself when
+no one else can see it, instead of a copy (``_adopt``).
 """
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ afterwards, exactly as an in-place tensor op would: a parameter changed after
 being saved for backward is still reported by backward. SGD and Adam run all
 their operations over one cache-sized piece of a large parameter before the
 next (:func:`pieces`); temporaries go into scratch arrays the optimizer keeps
-from step to step (:class:`ScratchPool`), so a step allocates nothing.
+from step to step (:class:`ScratchPool`), so after the first step an update
+allocates no temporaries (weight decay and ``maximize`` aside).
 
 >>> import ember
 >>> w = ember.tensor([1.0, 2.0], requires_grad=True)
