@@ -436,7 +436,9 @@ class ScratchPool:
     ``pool.take(xp, like, slot)`` is a :class:`Scratch` shaped like ``like``,
     backed by the pool's flat array for ``slot`` (grown to the largest
     parameter it has served), so a step allocates nothing once the first one
-    has run. Different slots never share memory.
+    has run. Different slots never share memory. Arrays under :data:`SMALL`
+    elements get fresh temporaries instead: allocating them costs less than
+    carving them out of the pool.
     """
 
     __slots__ = ("_flat",)
@@ -445,14 +447,19 @@ class ScratchPool:
         self._flat: dict = {}
 
     def take(self, xp, like, slot: int = 0) -> "Scratch":
-        if not _takes_out(xp):
-            return Scratch(xp, None)
-        key = (slot, id(xp), like.dtype, getattr(like, "device", None))
-        flat = self._flat.get(key)
         n = like.size
+        if n < SMALL or not _takes_out(xp):
+            return Scratch(xp, None)
+        key = (slot, id(xp), like.dtype.char, getattr(like, "device", None))
+        flat = self._flat.get(key)
         if flat is None or flat.shape[0] < n:
             flat = self._flat[key] = xp.empty_like(xp.reshape(like, (-1,)))
-        return Scratch(xp, xp.reshape(flat[:n], like.shape))
+        out = flat[:n]
+        return Scratch(xp, out if like.ndim == 1 else xp.reshape(out, like.shape))
+
+
+#: arrays below this many elements get fresh temporaries rather than pooled ones
+SMALL = 1 << 12
 
 
 class Scratch:
