@@ -3,7 +3,9 @@
 ``logsigmoid``, ``softsign``, ``tanhshrink``, ``threshold``, ``hardshrink``, ``softshrink``, ``glu``, ``prelu``
 (which PyTorch offers only in ``torch.nn.functional``; ``ember.nn.functional`` exposes them all).
 
-Backward formulas are written with ember ops, so second derivatives work.
+Backward formulas are written with ember ops, so second derivatives work
+(``relu``'s, the one on every training step, runs on the arrays when no graph
+is being built).
 
 >>> import ember
 >>> ember.relu(ember.tensor([-1.0, 2.0]))
@@ -15,6 +17,7 @@ import math
 
 from .. import _dtype as dt
 from ..autograd.function import Op
+from ..autograd.grad_mode import STATE
 from ._common import Tensor, tensor_method
 from .inplace import apply_inplace
 from .pointwise import erf_array, float_input, not_implemented_for
@@ -64,7 +67,11 @@ class Relu(Op):
 
     @staticmethod
     def backward(ctx, g):
-        return g * (ctx.saved_output > 0)
+        out = ctx.saved_output
+        if STATE.enabled:  # create_graph: ember ops, differentiable again
+            return g * (out > 0)
+        xp, ga = g._device.backend.xp, g._data
+        return Tensor._make(ga * xp.astype(out._data > 0, ga.dtype), g._device)
 
 
 @tensor_method()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import (Optimizer, Scratch, advance_step, bump, check_differentiable, check_options, grad_array,
+from .optimizer import (Optimizer, advance_step, bump, check_differentiable, check_options, grad_array,
                         new_step_tensor)
 
 __all__ = ["Adagrad"]
@@ -66,9 +66,9 @@ class Adagrad(Optimizer):
                     t = advance_step(state["step"])
                     g = grad_array(p, group["maximize"], group["weight_decay"])
                     s = state["sum"]._data
-                    scratch = Scratch(p._device.backend.xp, s)
+                    scratch = self._scratch.take(p._device.backend.xp, s)
                     s += scratch("multiply", g, g)
-                    denom = p._device.backend.xp.sqrt(s)
+                    denom = self._scratch.take(p._device.backend.xp, s, 1)("sqrt", s)
                     denom += eps
                     update = scratch("multiply", g, -(lr / (1 + (t - 1) * lr_decay)))
                     update /= denom

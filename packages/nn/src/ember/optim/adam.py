@@ -5,8 +5,8 @@ import math
 
 import ember
 
-from .optimizer import (Optimizer, Scratch, advance_step, bump, check_differentiable, check_options, grad_array,
-                        new_step_tensor)
+from .optimizer import (Optimizer, advance_step, bump, check_differentiable, check_options, grad_array,
+                        new_step_tensor, pieces)
 
 __all__ = ["Adam"]
 
@@ -79,27 +79,32 @@ class Adam(Optimizer):
                     if decoupled and weight_decay != 0:
                         p._data *= 1 - lr * weight_decay
                     g = grad_array(p, group["maximize"], 0 if decoupled else weight_decay)
-                    m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
                     xp = p._device.backend.xp
-                    scratch = Scratch(xp, m)
-                    tmp = scratch("subtract", g, m)
-                    tmp *= 1 - beta1
-                    m += tmp
-                    tmp = scratch("multiply", g, g)
-                    tmp *= 1 - beta2
-                    v *= beta2
-                    v += tmp
-                    step_size = lr / (1 - beta1 ** t)
-                    if amsgrad:
-                        v_max = state["max_exp_avg_sq"]
-                        v_max._data[...] = xp.maximum(v_max._data, v)
-                        bump(v_max)
-                        v = v_max._data
-                    denom = xp.sqrt(v)
-                    denom /= math.sqrt(1 - beta2 ** t)
-                    denom += eps
-                    update = scratch("multiply", m, -step_size)
-                    update /= denom
-                    p._data += update
-                    bump(p, state["exp_avg"], state["exp_avg_sq"])
+                    v_max = state["max_exp_avg_sq"] if amsgrad else None
+                    scales = (1 - beta1, beta2, lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t), eps)
+                    for piece in pieces(p._data, g, state["exp_avg"]._data, state["exp_avg_sq"]._data,
+                                        None if v_max is None else v_max._data):
+                        self._update(xp, *piece, *scales)
+                    bump(p, state["exp_avg"], state["exp_avg_sq"], *([v_max] if amsgrad else []))
         return loss
+
+    def _update(self, xp, p, g, m, v, v_max, keep_g, beta2, step_size, bias2_sqrt, eps):
+        """One piece of one parameter's update, in place: the moments ``m`` and ``v`` (and ``v_max``) take in
+        ``g``, then ``p -= step_size * m / (sqrt(v) / bias2_sqrt + eps)``. Two scratch arrays, no other."""
+        scratch = self._scratch.take(xp, m)
+        tmp = scratch("subtract", g, m)
+        tmp *= keep_g
+        m += tmp
+        tmp = scratch("multiply", g, g)
+        tmp *= 1 - beta2
+        v *= beta2
+        v += tmp
+        if v_max is not None:
+            v_max[...] = xp.maximum(v_max, v)
+            v = v_max
+        denom = self._scratch.take(xp, m, 1)("sqrt", v)
+        denom /= bias2_sqrt
+        denom += eps
+        update = scratch("multiply", m, -step_size)
+        update /= denom
+        p += update

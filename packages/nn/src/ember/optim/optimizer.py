@@ -4,7 +4,11 @@ The built-in optimizers update each parameter's array in place, straight on
 the backend's arrays (a few array operations per parameter, no autograd
 bookkeeping, float32 kept float32), and bump the parameter's version counter
 afterwards, exactly as an in-place tensor op would: a parameter changed after
-being saved for backward is still reported by backward.
+being saved for backward is still reported by backward. SGD and Adam run all
+their operations over one cache-sized piece of a large parameter before the
+next (:func:`pieces`); temporaries go into scratch arrays the optimizer keeps
+from step to step (:class:`ScratchPool`), so after the first step an update
+allocates no temporaries (weight decay and ``maximize`` aside).
 
 >>> import ember
 >>> w = ember.tensor([1.0, 2.0], requires_grad=True)
@@ -128,6 +132,7 @@ class Optimizer:
                             f"but got {_typename(params)}")
         self.state: defaultdict = defaultdict(dict)
         self.param_groups: list = []
+        self._scratch = ScratchPool()  # temporaries of the updates, reused from step to step
         param_groups = list(params)
         if len(param_groups) == 0:
             raise ValueError("optimizer got an empty parameter list")
@@ -395,8 +400,70 @@ def check_differentiable(differentiable: bool, fused, foreach) -> None:
 _TAKES_OUT: dict = {}
 
 
+def _takes_out(xp) -> bool:
+    """Whether ``xp``'s elementwise functions take ``out=`` (NumPy's and CuPy's ufuncs; the array API's do not)."""
+    takes_out = _TAKES_OUT.get(id(xp))
+    if takes_out is None:
+        takes_out = _TAKES_OUT[id(xp)] = hasattr(xp.multiply, "nout")
+    return takes_out
+
+
+#: elements per piece in :func:`pieces`: a piece of each array an update touches fits in a core's L2 cache
+PIECE = 1 << 16
+
+
+def pieces(*arrays):
+    """The arrays cut into matching flat pieces of at most :data:`PIECE` elements, so that an update runs all
+    its passes over one piece while it is still in cache (``None`` entries stay ``None``).
+
+    Arrays of at most one piece, or that are not all C-contiguous NumPy-like arrays of one size, come back
+    whole, as the single piece.
+    """
+    first = arrays[0]
+    n = first.size
+    if n <= PIECE:
+        return (arrays,)
+    for a in arrays:
+        if a is not None and (a.size != n or not getattr(getattr(a, "flags", None), "c_contiguous", False)):
+            return (arrays,)
+    flat = [None if a is None else a.reshape(-1) for a in arrays]
+    return [tuple(None if f is None else f[i:i + PIECE] for f in flat) for i in range(0, n, PIECE)]
+
+
+class ScratchPool:
+    """Flat arrays an optimizer keeps between steps, out of which each parameter's update takes its temporaries.
+
+    ``pool.take(xp, like, slot)`` is a :class:`Scratch` shaped like ``like``,
+    backed by the pool's flat array for ``slot`` (grown to the largest
+    parameter it has served), so a step allocates nothing once the first one
+    has run. Different slots never share memory. Arrays under :data:`SMALL`
+    elements get fresh temporaries instead: allocating them costs less than
+    carving them out of the pool.
+    """
+
+    __slots__ = ("_flat",)
+
+    def __init__(self):
+        self._flat: dict = {}
+
+    def take(self, xp, like, slot: int = 0) -> "Scratch":
+        n = like.size
+        if n < SMALL or not _takes_out(xp):
+            return Scratch(xp, None)
+        key = (slot, id(xp), like.dtype.char, getattr(like, "device", None))
+        flat = self._flat.get(key)
+        if flat is None or flat.shape[0] < n:
+            flat = self._flat[key] = xp.empty_like(xp.reshape(like, (-1,)))
+        out = flat[:n]
+        return Scratch(xp, out if like.ndim == 1 else xp.reshape(out, like.shape))
+
+
+#: arrays below this many elements get fresh temporaries rather than pooled ones
+SMALL = 1 << 12
+
+
 class Scratch:
-    """One reusable array for the temporaries of one parameter's update.
+    """A reusable array for the temporaries of one parameter's update (from :class:`ScratchPool`).
 
     ``scratch("multiply", a, b)`` computes ``xp.multiply(a, b)`` into the
     scratch array when the backend's elementwise functions take ``out=``
@@ -406,12 +473,9 @@ class Scratch:
 
     __slots__ = ("xp", "out")
 
-    def __init__(self, xp, like):
+    def __init__(self, xp, out):
         self.xp = xp
-        takes_out = _TAKES_OUT.get(id(xp))
-        if takes_out is None:
-            takes_out = _TAKES_OUT[id(xp)] = hasattr(xp.multiply, "nout")
-        self.out = xp.empty_like(like) if takes_out else None
+        self.out = out
 
     def __call__(self, name: str, *arrays):
         fn = getattr(self.xp, name)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import (Optimizer, Scratch, advance_step, bump, check_differentiable, check_options, grad_array,
+from .optimizer import (Optimizer, advance_step, bump, check_differentiable, check_options, grad_array,
                         new_step_tensor)
 
 __all__ = ["RMSprop"]
@@ -69,7 +69,7 @@ class RMSprop(Optimizer):
                     xp = p._device.backend.xp
                     g = grad_array(p, group["maximize"], group["weight_decay"])
                     v = state["square_avg"]._data
-                    scratch = Scratch(xp, v)
+                    scratch = self._scratch.take(xp, v)
                     tmp = scratch("multiply", g, g)
                     tmp *= 1 - alpha
                     v *= alpha
@@ -80,10 +80,11 @@ class RMSprop(Optimizer):
                         tmp = scratch("subtract", g, a)
                         tmp *= 1 - alpha
                         a += tmp
-                        denom = xp.sqrt(v - scratch("multiply", a, a))
+                        spare = self._scratch.take(xp, v, 1)
+                        denom = spare("sqrt", spare("subtract", v, scratch("multiply", a, a)))
                         touched.append(state["grad_avg"])
                     else:
-                        denom = xp.sqrt(v)
+                        denom = self._scratch.take(xp, v, 1)("sqrt", v)
                     denom += eps
                     if momentum > 0:
                         b = state["momentum_buffer"]._data

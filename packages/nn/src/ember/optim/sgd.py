@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, bump, check_differentiable, check_options, grad_array
+from .optimizer import Optimizer, bump, check_differentiable, check_options, grad_array, pieces
 
 __all__ = ["SGD"]
 
@@ -54,19 +54,36 @@ class SGD(Optimizer):
                 for p in group["params"]:
                     if p.grad is None:
                         continue
+                    xp = p._device.backend.xp
                     g = grad_array(p, group["maximize"], group["weight_decay"])
+                    b = fresh = None
                     if momentum != 0:
                         state = self.state[p]
                         buf = state.get("momentum_buffer")
-                        if buf is None:
-                            buf = state["momentum_buffer"] = ember.Tensor._make(
-                                p._device.backend.xp.asarray(g, copy=True), p._device, p._dtype)
+                        fresh = buf is None
+                        if fresh:
+                            buf = state["momentum_buffer"] = ember.Tensor._make(xp.asarray(g, copy=True), p._device,
+                                                                                p._dtype)
                         else:
-                            b = buf._data
-                            b *= momentum
-                            b += g if keep == 1 else keep * g
                             bump(buf)
-                        g = g + momentum * buf._data if nesterov else buf._data
-                    p._data -= lr * g
+                        b = buf._data
+                    for piece in pieces(p._data, g, b):
+                        self._update(xp, *piece, fresh, momentum, keep, nesterov, lr)
                     bump(p)
         return loss
+
+    def _update(self, xp, p, g, b, fresh, momentum, keep, nesterov, lr):
+        """One piece of one parameter's update, in place: ``b`` (the momentum buffer, None without momentum)
+        takes in ``g`` unless it was ``fresh``ly made from it, then ``p -= lr * (b, or g + momentum * b)``."""
+        scratch = self._scratch.take(xp, p)
+        if b is not None:
+            if not fresh:
+                b *= momentum
+                b += g if keep == 1 else scratch("multiply", g, keep)
+            if nesterov:
+                ahead = scratch("multiply", b, momentum)
+                ahead += g
+                g = ahead
+            else:
+                g = b
+        p -= scratch("multiply", g, lr)

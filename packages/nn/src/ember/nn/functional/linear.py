@@ -1,8 +1,10 @@
 """linear and bilinear: affine maps, as F.linear and F.bilinear.
 
 ``linear`` is one op: a single matrix product of the input (flattened to two
-dimensions when it has more) with the transposed weight, plus the bias. Its
-backward is written with ember ops, so it has a double backward.
+dimensions when it has more) with the transposed weight, plus the bias added
+in place. Its backward is written with ember ops, so it has a double backward;
+when no graph is being built (the usual ``backward()``), it runs straight on
+the arrays instead.
 
 >>> import ember
 >>> import ember.nn.functional as F
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from ember import Tensor, einsum, matmul
 from ember.autograd.function import Op
+from ember.autograd.grad_mode import STATE
 
 __all__ = ["linear", "bilinear"]
 
@@ -43,12 +46,27 @@ class LinearNoBias(Op):
     def backward(ctx, g):
         x, w = ctx.saved_tensors[:2]
         need = ctx.needs_input_grad
+        if not STATE.enabled:  # first order: straight on the arrays, three BLAS/reduction calls
+            return _backward_arrays(g, x, w, need)
         g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
         gx = matmul(g, w) if need[0] else None
         gw = matmul(g2.t(), x if x.ndim == 2 else x.reshape(-1, x.shape[-1])) if need[1] else None
         if len(need) == 2:
             return gx, gw
         return gx, gw, (g2.sum(0) if need[2] else None)
+
+
+def _backward_arrays(g, x, w, need):
+    """The gradients of input, weight (and bias) when they need no graph of their own: ``g @ w``,
+    ``g.T @ x`` and ``g.sum(0)`` on the backend's arrays, made tensors at the end."""
+    xp, device = g._device.backend.xp, g._device
+    ga = g._data
+    g2 = _rows(xp, ga)
+    grads = [Tensor._make(xp.matmul(ga, w._data), device) if need[0] else None,
+             Tensor._make(xp.matmul(g2.T, _rows(xp, x._data)), device) if need[1] else None]
+    if len(need) == 3:
+        grads.append(Tensor._make(xp.sum(g2, axis=0), device) if need[2] else None)
+    return tuple(grads)
 
 
 class Linear(LinearNoBias):

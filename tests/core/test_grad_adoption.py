@@ -1,0 +1,58 @@
+"""A leaf's first ``.grad`` is the gradient array itself when nothing else holds it, a copy otherwise: either
+way no two gradients ever share memory, and no gradient shares memory with anything the user holds."""
+import numpy as np
+
+import ember
+
+
+def _copies(monkeypatch):
+    made = []
+    original = ember.Tensor._detached_copy
+
+    def counting(self):
+        made.append(self)
+        return original(self)
+    monkeypatch.setattr(ember.Tensor, "_detached_copy", counting)
+    return made
+
+
+def test_fresh_gradients_are_adopted_without_a_copy(monkeypatch):
+    made = _copies(monkeypatch)
+    w = ember.randn(3, 4, requires_grad=True)
+    x = ember.randn(2, 4, requires_grad=True)
+    ember.nn.functional.linear(x, w).sum().backward()
+    assert made == []
+    assert x.grad.shape == (2, 4) and w.grad.shape == (3, 4)
+    np.testing.assert_allclose(w.grad.numpy(), np.broadcast_to(x.detach().numpy().sum(0), (3, 4)), rtol=1e-6)
+
+
+def test_one_gradient_reaching_two_leaves_is_copied_for_each():
+    a, b = ember.randn(3, requires_grad=True), ember.randn(3, requires_grad=True)
+    (a + b).backward(ember.ones(3))  # AddBackward hands the same gradient to both
+    assert not np.shares_memory(a.grad._data, b.grad._data)
+    a.grad += 1
+    assert b.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_gradient_the_caller_holds_is_copied():
+    a = ember.randn(3, requires_grad=True)
+    gradient = ember.ones(3)
+    a.backward(gradient)
+    assert a.grad is not gradient and not np.shares_memory(a.grad._data, gradient._data)
+    a.backward(gradient)  # accumulates in place into a.grad, never into the caller's tensor
+    assert gradient.tolist() == [1.0, 1.0, 1.0] and a.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_a_gradient_a_hook_keeps_is_copied():
+    a = ember.randn(3, requires_grad=True)
+    kept = []
+    a.register_hook(lambda g: kept.append(g))
+    (a * 2).sum().backward()
+    assert not np.shares_memory(a.grad._data, kept[0]._data)
+
+
+def test_a_view_gradient_is_copied():
+    w = ember.randn(4, 3, requires_grad=True)
+    (ember.ones(2, 3) @ w.t()).sum().backward()  # w's gradient arrives through a transpose: a view
+    assert w.grad._data.base is None
+    np.testing.assert_allclose(w.grad.numpy(), np.full((4, 3), 2.0))
