@@ -178,12 +178,13 @@ def _conv_transpose(x, w, b, plan):
 def _weight_grad(big, small, plan):
     n = big.shape[0]
     g = plan.groups
-    grad = np.zeros((g, plan.c_small // g, plan.rows // g), dtype=np.result_type(big, small))
+    # transposed, (G, C_big/G * kh * kw, C_small/G): columns x gradient^T runs faster in BLAS than the other way
+    grad_t = np.zeros((g, plan.rows // g, plan.c_small // g), dtype=np.result_type(big, small))
     pad_buffer, cols_buffer = plan.block_buffers(n, big.dtype, plan.needs_padding(big))
     for blk in _blocks(n, plan.block):
         cols = plan.columns(plan.padded(big[blk], pad_buffer), cols_buffer)
-        grad += np.matmul(plan.to_columns(small[blk]), cols.transpose(0, 2, 1))
-    return grad.reshape((plan.c_small, plan.c_big // g) + plan.kernel)
+        grad_t += np.matmul(cols, plan.to_columns(small[blk]).transpose(0, 2, 1))
+    return np.ascontiguousarray(grad_t.transpose(0, 2, 1)).reshape((plan.c_small, plan.c_big // g) + plan.kernel)
 
 
 # -- 1-D as 2-D -------------------------------------------------------------------------------------------
