@@ -143,6 +143,27 @@ def test_max_pool2d_float32_ties_and_integer_grid(device):
         np.testing.assert_array_equal(_np(x.grad), ref_max_grad(data.shape, ref_i, g))
 
 
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.int32])
+def test_max_pool2d_without_grad_mode_gives_the_same_values(dtype, device):
+    # under no_grad only the maxima are computed (no winners kept): same values, NaN and -inf included
+    rng = np.random.default_rng(7)
+    data = rng.integers(-2, 3, size=(2, 3, 9, 8)).astype(np.float64)
+    data[0, 0, 1, 1] = np.nan
+    data[1, 2, :3, :3] = -np.inf
+    if dtype is ember.int32:
+        data = np.nan_to_num(data, nan=0.0, neginf=-5.0)
+    x = ember.tensor(data, device=device).to(dtype)
+    for k, s, p, d, ceil_mode in MAX_CASES:
+        with_grad = F.max_pool2d(x, k, s, p, d, ceil_mode=ceil_mode)
+        with ember.no_grad():
+            without = F.max_pool2d(x, k, s, p, d, ceil_mode=ceil_mode)
+        assert without.dtype == dtype
+        np.testing.assert_array_equal(_np(without), _np(with_grad))
+    with_grad = F.max_pool1d(x[0], 3, 2, 1)
+    with ember.no_grad():
+        np.testing.assert_array_equal(_np(F.max_pool1d(x[0], 3, 2, 1)), _np(with_grad))
+
+
 def test_max_pool_tie_goes_to_first_in_row_major_order(device):
     # equal maxima at (0, 1) and (1, 0): PyTorch picks (0, 1), the first in row-major order
     x = ember.tensor([[[[0.0, 5.0], [5.0, 1.0]]]], requires_grad=True, device=device)

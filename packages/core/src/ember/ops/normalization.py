@@ -166,7 +166,9 @@ class BatchNormInference(Op):
         if bias is not None:
             shift = shift + bias
         # per-channel factors in the input's dtype: float64 statistics do not turn a float32 output into float64
-        return x * xp.reshape(xp.astype(scale, x.dtype), shape) + xp.reshape(xp.astype(shift, x.dtype), shape)
+        out = x * xp.reshape(xp.astype(scale, x.dtype), shape)
+        out += xp.reshape(xp.astype(shift, x.dtype), shape)  # in place: one fresh array, two passes
+        return out
 
     @staticmethod
     def backward(ctx, g):

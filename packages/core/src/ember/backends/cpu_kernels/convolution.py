@@ -1,12 +1,15 @@
-"""NumPy kernels for the convolution ops: strided windows copied block by block, then a matmul.
+"""NumPy kernels for the convolution ops: strided windows copied block by block, then one matrix product.
 
 The im2col matrix of a whole batch is large (tens of MB for a small CNN) and
 copying it costs as much as the matmul that reads it. So the batch goes in
-blocks of a few samples whose columns fit in cache: copy a block's windows
-(``as_strided`` view of the zero-padded input), multiply (one matrix product
-per sample), write the output, next block. A transposed convolution
-multiplies first and adds the products into its output one kernel position
-at a time (col2im).
+blocks of samples whose columns stay in cache: copy a block's windows
+(``as_strided`` view of the zero-padded input), multiply, write the output,
+next block. A block's columns are laid out ``(rows, samples, positions)``, so
+that the whole block is *one* matrix product (per group) with
+``samples x positions`` columns: few large BLAS calls instead of one small
+call per sample, which matters most when BLAS threads must meet up on a busy
+machine. A transposed convolution multiplies first and adds the products
+into its output one kernel position at a time (col2im).
 
 With stride 1 the windows of one channel and kernel position are a single
 contiguous run of the padded input (rows of pitch ``Wp``; the ``Wp - Wo``
@@ -24,8 +27,8 @@ import itertools
 
 import numpy as np
 
-#: bytes of im2col columns per block: small enough to stay in cache between the copy and the matmul
-BLOCK_BYTES = 4 << 20
+#: bytes of im2col columns per block: small enough to stay in the (shared) cache between the copy and the matmul
+BLOCK_BYTES = 16 << 20
 
 
 def _view(base, shape, strides, offset=0):
@@ -85,31 +88,30 @@ class _Plan:
         return _view(padded, shape + self.small, strides + (sh * wp, sw), offset)
 
     def columns(self, padded, buffer):
-        """im2col of a padded block into ``buffer``: (n, groups, C/groups * kh * kw, L)."""
+        """im2col of a padded block into ``buffer``: (groups, C/groups * kh * kw, n * L)."""
         n = padded.shape[0]
         windows = self.windows(padded)  # (n, C, kh, kw, *positions)
-        cols = buffer[:self.rows * n * self.length].reshape(windows.shape)
-        np.copyto(cols, windows)
-        return cols.reshape(n, self.groups, self.rows // self.groups, self.length)
+        order = (1, 2, 3, 0) + tuple(range(4, windows.ndim))
+        cols = buffer[:self.rows * n * self.length].reshape(tuple(windows.shape[i] for i in order))
+        np.copyto(cols, windows.transpose(order))
+        return cols.reshape(self.groups, self.rows // self.groups, n * self.length)
 
-    def _positions(self, cols):
-        """The small-grid view (n, C, Ho, Wo) of (n, C, L) columns."""
-        n, c, length = cols.shape
-        return _view(cols, (n, c) + self.small, (c * length, length, self.pitch, 1))
+    def _positions(self, cols, n):
+        """The small-grid view (C, n, Ho, Wo) of contiguous (C, n * L) columns."""
+        c = cols.size // (n * self.length)
+        return _view(cols, (c, n) + self.small, (n * self.length, self.length, self.pitch, 1))
 
     def to_columns(self, y):
-        """Small-grid arrays (n, C, Ho, Wo) as (n, groups, C/groups, L) (zeros between pitched rows)."""
+        """Small-grid arrays (n, C, Ho, Wo) as (groups, C/groups, n * L) (zeros between pitched rows)."""
         n, c = y.shape[:2]
-        if self.flat and self.pitch != self.small[1]:
-            cols = np.zeros((n, c, self.length), dtype=y.dtype)
-            self._positions(cols)[...] = y
-        else:
-            cols = np.ascontiguousarray(y).reshape(n, c, self.length)
-        return cols.reshape(n, self.groups, c // self.groups, self.length)
+        cols = (np.zeros if self.flat and self.pitch != self.small[1] else np.empty)((c, n * self.length),
+                                                                                     dtype=y.dtype)
+        self._positions(cols, n)[...] = y.transpose(1, 0, 2, 3)
+        return cols.reshape(self.groups, c // self.groups, n * self.length)
 
-    def from_columns(self, cols):
-        """(n, C, L) contiguous columns back to the small grid (n, C, Ho, Wo), as a view."""
-        return self._positions(cols)
+    def from_columns(self, cols, n):
+        """(.., C, n * L) contiguous columns back to the small grid (n, C, Ho, Wo), as a view."""
+        return self._positions(cols, n).transpose(1, 0, 2, 3)
 
     def crop(self, grid):
         """The big-grid input region of a padded grid block."""
@@ -136,11 +138,11 @@ def _conv(x, w, b, plan):
     bias = None if b is None else b.reshape(-1, 1, 1)
     for blk in _blocks(n, plan.block):
         cols = plan.columns(plan.padded(x[blk], pad_buffer), cols_buffer)
-        y = np.matmul(w2, cols).reshape(cols.shape[0], w.shape[0], -1)  # (n, C_small, L)
+        y = plan.from_columns(np.matmul(w2, cols), blk.stop - blk.start)  # (n, C_small, Ho, Wo) view
         if bias is None:
-            out[blk] = plan.from_columns(y)
+            out[blk] = y
         else:
-            np.add(plan.from_columns(y), bias, out=out[blk])
+            np.add(y, bias, out=out[blk])
     return out
 
 
@@ -157,14 +159,15 @@ def _conv_transpose(x, w, b, plan):
     bias = None if b is None else b.reshape(-1, 1, 1)
     for blk in _blocks(n, plan.block):
         count = blk.stop - blk.start
-        cols = np.matmul(w_t, plan.to_columns(x[blk]))  # (n, G, kh * kw * C_big/G, L)
-        cols = cols.reshape(count, g, kh * kw, c_big // g, -1)
+        cols = np.matmul(w_t, plan.to_columns(x[blk]))  # (G, kh * kw * C_big/G, n * L)
+        cols = cols.reshape(g, kh * kw, c_big // g, count, -1)
         acc = out[blk] if direct else grid[:count]
         if not direct:
             acc.fill(0)
         for k, offsets in enumerate(itertools.product(range(kh), range(kw))):
-            window = plan.windows(acc, offsets)
-            window += cols[:, :, k].reshape(window.shape)
+            window = plan.windows(acc, offsets)  # (n, C_big, *positions)
+            slab = cols[:, k].reshape((c_big, count) + window.shape[2:])
+            window += slab.transpose((1, 0) + tuple(range(2, slab.ndim)))
         if not direct:
             out[blk] = plan.crop(acc)
         if bias is not None:
@@ -175,12 +178,13 @@ def _conv_transpose(x, w, b, plan):
 def _weight_grad(big, small, plan):
     n = big.shape[0]
     g = plan.groups
-    grad = np.zeros((g, plan.c_small // g, plan.rows // g), dtype=np.result_type(big, small))
+    # transposed, (G, C_big/G * kh * kw, C_small/G): columns x gradient^T runs faster in BLAS than the other way
+    grad_t = np.zeros((g, plan.rows // g, plan.c_small // g), dtype=np.result_type(big, small))
     pad_buffer, cols_buffer = plan.block_buffers(n, big.dtype, plan.needs_padding(big))
     for blk in _blocks(n, plan.block):
         cols = plan.columns(plan.padded(big[blk], pad_buffer), cols_buffer)
-        grad += np.matmul(plan.to_columns(small[blk]), cols.transpose(0, 1, 3, 2)).sum(axis=0)
-    return grad.reshape((plan.c_small, plan.c_big // g) + plan.kernel)
+        grad_t += np.matmul(cols, plan.to_columns(small[blk]).transpose(0, 2, 1))
+    return np.ascontiguousarray(grad_t.transpose(0, 2, 1)).reshape((plan.c_small, plan.c_big // g) + plan.kernel)
 
 
 # -- 1-D as 2-D -------------------------------------------------------------------------------------------

@@ -10,11 +10,14 @@
   int8 mask (much faster than ``where``); with windows that tile the input
   (stride == kernel, no padding or dilation) every input element belongs to
   one window, so each tap's slots are written once instead of added into zeros.
+- Without grad mode (inference), only the maxima are computed: one ``np.maximum``
+  per tap into the output, no winners remembered.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ...autograd.grad_mode import STATE
 from ...ops import _pool_windows as pw
 from ...ops.pooling import max_pool_backward_forward, max_pool_forward
 
@@ -68,8 +71,26 @@ def _scatter_stage(xp, g, axis, win, sel):
     return z
 
 
+def _max_values(a, windows):
+    """The window maxima alone (nothing will be differentiated, so no winners are kept); same values as
+    ``_max_stage``: the fold keeps the earlier of equal values and propagates NaN."""
+    nd = len(windows)
+    for i in range(nd - 1, -1, -1):
+        win, axis = windows[i], i - nd
+        if not isinstance(win, pw.Windows) or win.k == 1:
+            a = pw.max_stage(np, a, axis, win)[0]
+            continue
+        padded = pw.pad_axis(np, a, axis, win.left, win.right, pw.lowest_value(np, a.dtype))
+        a = np.maximum(win.pick(np, padded, axis, 0), win.pick(np, padded, axis, 1))
+        for j in range(2, win.k):
+            np.maximum(a, win.pick(np, padded, axis, j), out=a)
+    return a
+
+
 def max_pool(ctx, xp, a, kernel_size=(1,), stride=(1,), padding=(0,), dilation=(1,), ceil_mode=False):
     windows = pw.pool_windows(a.shape, kernel_size, stride, padding, dilation, ceil_mode)
+    if not STATE.enabled and not type(ctx).multi_output:
+        return _max_values(a, windows)
     return max_pool_forward(ctx, np, a, windows, stage=_max_stage)
 
 
