@@ -1,0 +1,149 @@
+"""The CPU backend's NumPy kernel of the LSTM op: the recurrence in preallocated buffers, in place.
+
+Same inputs, outputs and equations as :class:`ember.ops.recurrent.LSTM`, whose
+array-API forward and backward run on every other backend. The generic
+version allocates a few arrays per time step; here every step writes into
+buffers made once for the whole sequence (NumPy's ``out=``), which is where
+the time goes for the small matrices of a recurrence.
+
+- One ``tanh`` serves all four gates: ``sigmoid(a) = (1 + tanh(a / 2)) / 2``,
+  and halving the ``i, f, o`` columns of ``x_proj`` and ``W_hh^T`` up front is
+  exact, so a step is ``tanh`` of ``x_proj[t] * s + h @ (W_hh^T * s)`` followed
+  by ``* s + (1 - s)``, with ``s`` 1/2 on those columns and 1 on ``g``.
+- The hidden and cell states live in ``[L + 1, ...]`` buffers that also hold
+  ``h0`` / ``c0``, so every step's previous state is a view of them, for the
+  recurrence and for backward.
+- Backward (BPTT) first computes, for all steps at once, the factors that
+  turn ``(dc, dc, dc, dh)`` into the gates' gradients, in the buffer that
+  becomes ``d x_proj``; the loop over time scales one step's row of it in place
+  and runs the ``dh @ W_hh`` product; the weight gradient is one matmul at the end.
+- NumPy is much slower on strided views than on whole contiguous arrays, so
+  the per-step updates are on whole rows (a step's gates, its row of ``d``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .recurrent import _steps, _wrap
+
+__all__ = ["KERNELS"]
+
+
+def _states(length, batch, size, first, reverse, dtype):
+    """A ``[L + 1, N, size]`` buffer holding ``first`` where the sequence starts: ``(steps view, previous view)``.
+
+    ``steps[t]`` is the state after step ``t``; ``previous[t]`` the one it started from.
+    """
+    buf = np.empty((length + 1, batch, size), dtype=dtype)
+    if reverse:
+        buf[length] = first
+        return buf[:length], buf[1:]
+    buf[0] = first
+    return buf[1:], buf[:length]
+
+
+def lstm(ctx, xp, x_proj, w_hh, h0, c0, w_hr, reverse=False):
+    """The forward of ``ember.ops.recurrent.LSTM`` on NumPy arrays."""
+    ctx.reverse, ctx.attrs, ctx.bptt = reverse, {"reverse": reverse}, lstm_backward
+    length, batch, gates = x_proj.shape
+    hidden, out_size, dtype = gates // 4, h0.shape[-1], x_proj.dtype
+    scale = np.full((batch, gates), 0.5, dtype=dtype)  # a step's shape: NumPy's fast path needs no broadcasting
+    scale[:, 2 * hidden:3 * hidden] = 1
+    shift = 1 - scale
+    acts = np.multiply(x_proj, scale[0], out=np.empty(x_proj.shape, dtype=dtype))  # gates, step by step
+    w_t = np.multiply(w_hh.T, scale[0], out=np.empty((out_size, gates), dtype=dtype))
+    cells, c_prev = _states(length, batch, hidden, c0, reverse, dtype)
+    tanh_cells = np.empty((length, batch, hidden), dtype=dtype)
+    out, h_prev = _states(length, batch, out_size, h0, reverse, dtype)
+    unprojected = hs = out
+    if w_hr is not None:
+        w_hr_t = np.ascontiguousarray(w_hr.T)
+        unprojected = np.empty((length, batch, hidden), dtype=dtype)
+    ig = np.empty((batch, hidden), dtype=dtype)
+    h, c = h0, c0
+    for t in _steps(length, reverse):
+        a = acts[t]
+        a += np.matmul(h, w_t)
+        np.tanh(a, out=a)
+        a *= scale
+        a += shift
+        c = cells[t]
+        np.multiply(a[:, hidden:2 * hidden], c_prev[t], out=c)
+        np.multiply(a[:, :hidden], a[:, 2 * hidden:3 * hidden], out=ig)
+        c += ig
+        np.tanh(c, out=tanh_cells[t])
+        h = np.multiply(a[:, 3 * hidden:], tanh_cells[t], out=unprojected[t])
+        if w_hr is not None:
+            h = np.matmul(h, w_hr_t, out=hs[t])
+    ctx.acts, ctx.cells, ctx.tanh_cells, ctx.unprojected, ctx.states = acts, c_prev, tanh_cells, unprojected, h_prev
+    if w_hr is None:
+        ctx.unprojected = None
+    return out, h.copy(), c.copy()
+
+
+def _gate_factors(acts, c_prev, tanh_cells):
+    """``[L, N, 4, H]``: what turns ``(dc, dc, dc, dh)`` into the gradients of the gates' pre-activations at
+    every step, ``(i' g, f' c_prev, g' i, o' tanh(c))`` with ``s' = s (1 - s)`` and ``g' = 1 - g^2``."""
+    length, batch, gates = acts.shape
+    gate = np.reshape(acts, (length, batch, 4, gates // 4))
+    i, f, g, o = (gate[:, :, k] for k in range(4))
+    factors = np.subtract(1, gate)
+    factors *= gate  # s (1 - s), then times what the slot's gate multiplies
+    factors[:, :, 0] *= g
+    factors[:, :, 1] *= c_prev
+    factors[:, :, 3] *= tanh_cells
+    g_slope = np.multiply(g, g)
+    np.subtract(1, g_slope, out=g_slope)
+    np.multiply(g_slope, i, out=factors[:, :, 2])
+    return factors
+
+
+def _flat(a):
+    return np.reshape(a, (a.shape[0] * a.shape[1], a.shape[2]))
+
+
+def lstm_backward(ctx, g_out, g_hn, g_cn):
+    """Backward through time of :func:`lstm`, on arrays; returns the gradients of its five inputs.
+
+    ``d[t] = factors[t] * (dc, dc, dc, dh)`` gate by gate, with ``dc`` gaining ``dh * o * (1 - tanh(c)^2)``
+    at every step; ``d`` starts as the factors and is scaled in place, a step at a time.
+    """
+    x_proj, w_hh, h0, c0, w_hr = ctx.saved_tensors
+    ctx.saved_output  # noqa: B018 -- the version check of the outputs whose buffer this backward reads
+    acts, c_prev, tanh_cells, unprojected = ctx.acts, ctx.cells, ctx.tanh_cells, ctx.unprojected
+    length, batch, gates = acts.shape
+    hidden = gates // 4
+    d = _gate_factors(acts, c_prev, tanh_cells)
+    gate = np.reshape(acts, d.shape)
+    dc_dh = np.multiply(tanh_cells, tanh_cells)
+    np.subtract(1, dc_dh, out=dc_dh)
+    dc_dh *= gate[:, :, 3]
+    g_out, w = g_out._data, w_hh._data
+    dh, dc = g_hn._data.copy(), g_cn._data.copy()
+    d_proj = None
+    if w_hr is not None:
+        w_r = w_hr._data
+        d_proj = np.empty(g_out.shape, dtype=dh.dtype)
+    step = np.empty((batch, hidden), dtype=dh.dtype)
+    scales = np.empty((batch, 4, hidden), dtype=dh.dtype)
+    for t in _steps(length, not ctx.reverse):
+        dh += g_out[t]
+        du = dh
+        if d_proj is not None:
+            d_proj[t] = dh
+            du = np.matmul(dh, w_r)
+        np.multiply(du, dc_dh[t], out=step)
+        dc += step
+        scales[:, :3] = dc[:, None]
+        scales[:, 3] = du
+        d[t] *= scales
+        dc *= gate[t, :, 1]
+        np.matmul(np.reshape(d[t], (batch, gates)), w, out=dh)
+    d = np.reshape(d, acts.shape)
+    needs = ctx.needs_input_grad
+    dw = np.matmul(_flat(d).T, _flat(ctx.states)) if needs[1] else None
+    dw_r = np.matmul(_flat(d_proj).T, _flat(unprojected)) if needs[4] else None
+    return _wrap((d, dw, dh, dc, dw_r), needs, ctx._out_device)
+
+
+KERNELS = {"lstm": lstm}
