@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .recurrent import _steps, _wrap
+from .recurrent import LSTM, _steps, _wrap
 
 __all__ = ["KERNELS"]
 
@@ -43,7 +43,9 @@ def _states(length, batch, size, first, reverse, dtype):
 
 
 def lstm(ctx, xp, x_proj, w_hh, h0, c0, w_hr, reverse=False):
-    """The forward of ``ember.ops.recurrent.LSTM`` on NumPy arrays."""
+    """The forward of ``ember.ops.recurrent.LSTM`` on NumPy arrays (the generic one for mixed dtypes)."""
+    if any(a is not None and a.dtype != x_proj.dtype for a in (w_hh, h0, c0, w_hr)):
+        return LSTM.forward(ctx, xp, x_proj, w_hh, h0, c0, w_hr, reverse)
     ctx.reverse, ctx.attrs, ctx.bptt = reverse, {"reverse": reverse}, lstm_backward
     length, batch, gates = x_proj.shape
     hidden, out_size, dtype = gates // 4, h0.shape[-1], x_proj.dtype
@@ -60,10 +62,11 @@ def lstm(ctx, xp, x_proj, w_hh, h0, c0, w_hr, reverse=False):
         w_hr_t = np.ascontiguousarray(w_hr.T)
         unprojected = np.empty((length, batch, hidden), dtype=dtype)
     ig = np.empty((batch, hidden), dtype=dtype)
+    recurrent = np.empty((batch, gates), dtype=dtype)
     h, c = h0, c0
     for t in _steps(length, reverse):
         a = acts[t]
-        a += np.matmul(h, w_t)
+        a += np.dot(h, w_t, out=recurrent)
         np.tanh(a, out=a)
         a *= scale
         a += shift
@@ -138,7 +141,7 @@ def lstm_backward(ctx, g_out, g_hn, g_cn):
         scales[:, 3] = du
         d[t] *= scales
         dc *= gate[t, :, 1]
-        np.matmul(np.reshape(d[t], (batch, gates)), w, out=dh)
+        np.dot(np.reshape(d[t], (batch, gates)), w, out=dh)
     d = np.reshape(d, acts.shape)
     needs = ctx.needs_input_grad
     dw = np.matmul(_flat(d).T, _flat(ctx.states)) if needs[1] else None
