@@ -78,9 +78,8 @@ def lstm(ctx, xp, x_proj, w_hh, h0, c0, w_hr, reverse=False):
         h = np.multiply(a[:, 3 * hidden:], tanh_cells[t], out=unprojected[t])
         if w_hr is not None:
             h = np.matmul(h, w_hr_t, out=hs[t])
-    ctx.acts, ctx.cells, ctx.tanh_cells, ctx.unprojected, ctx.states = acts, c_prev, tanh_cells, unprojected, h_prev
-    if w_hr is None:
-        ctx.unprojected = None
+    ctx.acts, ctx.c_prev, ctx.tanh_cells, ctx.h_prev = acts, c_prev, tanh_cells, h_prev
+    ctx.unprojected = None if w_hr is None else unprojected
     return out, h.copy(), c.copy()
 
 
@@ -89,7 +88,7 @@ def _gate_factors(acts, c_prev, tanh_cells):
     every step, ``(i' g, f' c_prev, g' i, o' tanh(c))`` with ``s' = s (1 - s)`` and ``g' = 1 - g^2``."""
     length, batch, gates = acts.shape
     gate = np.reshape(acts, (length, batch, 4, gates // 4))
-    i, f, g, o = (gate[:, :, k] for k in range(4))
+    i, g = gate[:, :, 0], gate[:, :, 2]
     factors = np.subtract(1, gate)
     factors *= gate  # s (1 - s), then times what the slot's gate multiplies
     factors[:, :, 0] *= g
@@ -113,7 +112,7 @@ def lstm_backward(ctx, g_out, g_hn, g_cn):
     """
     x_proj, w_hh, h0, c0, w_hr = ctx.saved_tensors
     ctx.saved_output  # noqa: B018 -- the version check of the outputs whose buffer this backward reads
-    acts, c_prev, tanh_cells, unprojected = ctx.acts, ctx.cells, ctx.tanh_cells, ctx.unprojected
+    acts, c_prev, tanh_cells, unprojected = ctx.acts, ctx.c_prev, ctx.tanh_cells, ctx.unprojected
     length, batch, gates = acts.shape
     hidden = gates // 4
     d = _gate_factors(acts, c_prev, tanh_cells)
@@ -144,7 +143,7 @@ def lstm_backward(ctx, g_out, g_hn, g_cn):
         np.dot(np.reshape(d[t], (batch, gates)), w, out=dh)
     d = np.reshape(d, acts.shape)
     needs = ctx.needs_input_grad
-    dw = np.matmul(_flat(d).T, _flat(ctx.states)) if needs[1] else None
+    dw = np.matmul(_flat(d).T, _flat(ctx.h_prev)) if needs[1] else None
     dw_r = np.matmul(_flat(d_proj).T, _flat(unprojected)) if needs[4] else None
     return _wrap((d, dw, dh, dc, dw_r), needs, ctx._out_device)
 
