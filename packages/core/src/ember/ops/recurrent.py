@@ -169,7 +169,7 @@ class LSTM(_Layer):
 
     @staticmethod
     def forward(ctx, xp, x_proj, w_hh, h0, c0, w_hr, reverse=False):
-        ctx.reverse, ctx.attrs = reverse, {"reverse": reverse}
+        ctx.reverse, ctx.attrs, ctx.bptt = reverse, {"reverse": reverse}, LSTM.bptt
         length, batch, gates = x_proj.shape
         hidden = gates // 4
         w_t = _contiguous_transpose(xp, w_hh)
@@ -206,6 +206,11 @@ class LSTM(_Layer):
     def backward(ctx, g_out, g_hn, g_cn):
         if STATE.enabled:
             return LSTM.higher_order_grads(ctx, (g_out, g_hn, g_cn))
+        return ctx.bptt(ctx, g_out, g_hn, g_cn)
+
+    @staticmethod
+    def bptt(ctx, g_out, g_hn, g_cn):
+        """Backward through time on arrays: what the forward set as ``ctx.bptt`` (a backend's kernel sets its own)."""
         x_proj, w_hh, h0, c0, w_hr = ctx.saved_tensors
         out = ctx.saved_output[0]._data
         xp = _xp_of(g_out)
