@@ -10,6 +10,8 @@ import tracemalloc
 
 import numpy as np
 
+from ._training import training_step
+
 NAME = "cnn"
 TITLE = "MNIST CNN (conv32-conv64-pool-fc128-fc10), batch 64x1x28x28, cross-entropy, Adam: training step"
 TARGET = ("ratio", 1.0)
@@ -27,11 +29,7 @@ def build(lib):
     opt = lib.optim.Adam(model.parameters(), lr=LR)
     x, y = lib.randn(BATCH, 1, 28, 28), lib.randint(0, 10, (BATCH,))
 
-    def step():
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
+    step = training_step(model, opt, nn.functional.cross_entropy, x, y)
     return model, opt, x, y, step
 
 

@@ -3,6 +3,8 @@ import itertools
 
 import numpy as np
 
+from ._training import training_step
+
 NAME = "mlp"
 TITLE = "MLP 784-512-512-10, ReLU, batch 128, cross-entropy, SGD momentum 0.9: training step"
 TARGET = ("ratio", 1.0)
@@ -18,11 +20,7 @@ def setup(lib):
     opt = lib.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
     x, y = lib.randn(BATCH, 784), lib.randint(0, 10, (BATCH,))
 
-    def step():
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
+    step = training_step(model, opt, nn.functional.cross_entropy, x, y)
     return step
 
 

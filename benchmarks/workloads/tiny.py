@@ -1,6 +1,8 @@
 """Workload 3: Linear(32,32)-Tanh-Linear(32,1), batch 8, MSE, SGD: a training step (bound by per-op overhead)."""
 import numpy as np
 
+from ._training import training_step
+
 NAME = "tiny"
 TITLE = "Tiny Linear(32,32)-Tanh-Linear(32,1), batch 8, MSE, SGD: training step"
 TARGET = ("ratio", 2.0)
@@ -16,11 +18,7 @@ def setup(lib):
     opt = lib.optim.SGD(model.parameters(), lr=LR)
     x, y = lib.randn(BATCH, 32), lib.randn(BATCH, 1)
 
-    def step():
-        opt.zero_grad()
-        loss = nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
+    step = training_step(model, opt, nn.functional.mse_loss, x, y)
     return step
 
 
