@@ -121,3 +121,23 @@ def test_setting_data_moves_the_memory_count_instead_of_keeping_the_old_bytes():
     assert ember.memory_allocated() - base == 80
     del t
     assert ember.memory_allocated() == base
+
+
+def test_an_output_saved_for_backward_is_counted_until_backward_lets_it_go():
+    import gc
+    x = ember.randn(100, 100, requires_grad=True)
+    base = ember.memory_allocated()
+    y = ember.relu(x)  # ReLU keeps its output for backward
+    loss = y.sum()
+    held = ember.memory_allocated() - base
+    del y
+    gc.collect()
+    assert ember.memory_allocated() - base == held == 100 * 100 * 4 + 4  # the node still holds y's array
+    loss.backward()
+    assert ember.memory_allocated() - base == x.grad.numel() * 4 + 4  # the saved array is gone; the grad came
+    y = ember.relu(x)
+    y.sum().backward()
+    assert ember.memory_allocated() - base == 2 * (100 * 100 * 4) + 4  # y is still alive: counted once, on y
+    del y
+    gc.collect()
+    assert ember.memory_allocated() - base == 100 * 100 * 4 + 4

@@ -23,6 +23,8 @@ are needed, records the op instance itself as the output's ``grad_fn``.
 """
 from __future__ import annotations
 
+import weakref
+
 from .. import _plugins
 from .._tensor import Tensor
 from ..errors import DeviceMismatchError, UnsupportedOpError
@@ -255,6 +257,7 @@ class Op(Node):
             if cls.saves_output:
                 ctx._out = tuple((o._data, o._dtype, o._vc, o._vc[0]) for o in outs)
                 ctx._out_device = device
+                ctx._hold_memory(outs)
             return outs
         res._requires_grad = True
         res.grad_fn = ctx
@@ -262,6 +265,7 @@ class Op(Node):
             # the array, not the tensor: no reference cycle through grad_fn
             ctx._out = ((res._data, res._dtype, res._vc, 0),)
             ctx._out_device = device
+            ctx._hold_memory((res,))
         return res
 
     @property
@@ -286,6 +290,17 @@ class Op(Node):
             self._saved = ()
         if self.saves_output:
             self._out = ()
+            self._give_back_memory()
+
+    def _hold_memory(self, outs) -> None:
+        """Count the saved outputs' bytes on this node rather than on the output tensors, which may die first
+        while the node keeps their arrays for backward (``ember.memory_allocated`` then still counts them)."""
+        self._out_held = _HeldOutputs(outs, self._out_device)
+
+    def _give_back_memory(self) -> None:
+        held = self.__dict__.pop("_out_held", None)
+        if held is not None:
+            held.give_back()
 
     def apply_backward(self, grads):
         # a freed node fails only when its backward reads what it saved (as in PyTorch)
@@ -293,6 +308,38 @@ class Op(Node):
             grads = [g if g is not None else _zeros(meta) for g, meta in zip(grads, self._out_meta)]
         res = self.backward(self, *grads)
         return res if isinstance(res, tuple) else (res,)
+
+
+class _HeldOutputs:
+    """The byte count of outputs a node saved for backward, moved from the output tensors to the node.
+
+    When the node lets them go (after backward, or when it dies), a tensor still holding its array counts it
+    again; the bytes of arrays nobody holds any more are freed from the device's count.
+    """
+
+    __slots__ = ("held", "device")
+
+    def __init__(self, outs, device):
+        self.held = [(weakref.ref(o), o._nbytes, o._data) for o in outs]
+        self.device = device
+        for o in outs:
+            o._nbytes = 0
+
+    def give_back(self) -> None:
+        held, self.held = self.held, ()
+        mem = self.device.mem
+        for ref, nbytes, data in held:
+            t = ref()
+            if t is not None and t._data is data:
+                t._nbytes += nbytes
+            else:
+                mem[0] -= nbytes
+
+    def __del__(self):
+        try:
+            self.give_back()
+        except Exception:  # interpreter teardown
+            pass
 
 
 def _zeros(meta):
