@@ -5,6 +5,8 @@ import itertools
 
 import ember
 
+from ._structure import map_leaves
+
 
 class BaseIter:
     """One pass over a :class:`~ember.data.DataLoader`; the loader holds the configuration, this the state."""
@@ -49,12 +51,4 @@ def _can_pin() -> bool:
 
 def _pin(data):
     """``data`` with every tensor (and every object with a ``pin_memory()`` method) in pinned host memory."""
-    if hasattr(data, "pin_memory"):
-        return data.pin_memory()
-    if isinstance(data, tuple) and hasattr(data, "_fields"):
-        return type(data)(*(_pin(x) for x in data))
-    if isinstance(data, (list, tuple)):
-        return type(data)(_pin(x) for x in data)
-    if isinstance(data, dict):
-        return type(data)({k: _pin(v) for k, v in data.items()})
-    return data
+    return map_leaves(data, lambda x: x.pin_memory() if hasattr(x, "pin_memory") else x)

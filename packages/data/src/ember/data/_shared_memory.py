@@ -22,6 +22,8 @@ import numpy as np
 
 import ember
 
+from ._structure import map_leaves
+
 try:
     from _posixshmem import shm_open, shm_unlink
 except ImportError:  # not a POSIX system: arrays are pickled instead
@@ -57,41 +59,15 @@ def _round_up(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
-def _is_namedtuple(obj) -> bool:
-    return isinstance(obj, tuple) and hasattr(obj, "_fields")
-
-
-def _rebuild(obj, items):
-    """A container like ``obj`` holding ``items`` (lists, tuples, namedtuples, dicts and their subclasses)."""
-    if isinstance(obj, dict):
-        out = dict(items)
-        if type(obj) is dict:
-            return out
-        try:
-            return type(obj)(out)
-        except Exception:  # a Mapping subclass that cannot be built from a dict stays a dict
-            return out
-    if _is_namedtuple(obj):
-        return type(obj)(*items)
-    if type(obj) in (list, tuple):
-        return type(obj)(items)
-    try:
-        return type(obj)(items)
-    except Exception:
-        return list(items)
-
-
 def _walk(obj, leaf):
     """``obj`` with every array or CPU tensor ``a`` in it replaced by ``leaf(a)``."""
-    if isinstance(obj, ember.Tensor):
-        return leaf(obj) if obj.device.type == "cpu" else obj
-    if isinstance(obj, np.ndarray):
-        return obj if obj.dtype.hasobject else leaf(obj)
-    if isinstance(obj, (list, tuple)):
-        return _rebuild(obj, [_walk(x, leaf) for x in obj])
-    if isinstance(obj, dict):
-        return _rebuild(obj, [(k, _walk(v, leaf)) for k, v in obj.items()])
-    return obj
+    def visit(x):
+        if isinstance(x, ember.Tensor):
+            return leaf(x) if x.device.type == "cpu" else x
+        if isinstance(x, np.ndarray):
+            return x if x.dtype.hasobject else leaf(x)
+        return x
+    return map_leaves(obj, visit)
 
 
 class _Slot:
@@ -254,10 +230,4 @@ class SlotViews:
 
 
 def _unwalk(obj, leaf):
-    if isinstance(obj, ArrayRef):
-        return leaf(obj)
-    if isinstance(obj, (list, tuple)):
-        return _rebuild(obj, [_unwalk(x, leaf) for x in obj])
-    if isinstance(obj, dict):
-        return _rebuild(obj, [(k, _unwalk(v, leaf)) for k, v in obj.items()])
-    return obj
+    return map_leaves(obj, lambda x: leaf(x) if isinstance(x, ArrayRef) else x)
