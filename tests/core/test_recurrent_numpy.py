@@ -1,9 +1,9 @@
-"""The CPU backend's NumPy LSTM kernel (ember.ops._recurrent_numpy) against the generic array-API op."""
+"""The CPU backend's NumPy LSTM kernel (ember.backends.cpu_kernels.recurrent) against the generic array-API op."""
 import numpy as np
 import pytest
 
 import ember
-from ember.ops import _recurrent_numpy
+from ember.backends.cpu_kernels import recurrent as _recurrent_numpy
 from ember.ops.recurrent import LSTM, lstm_layer
 
 from .helpers import check_grads, rand64

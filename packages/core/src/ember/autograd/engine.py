@@ -150,7 +150,7 @@ def _adopt(node, g) -> bool:
     """Make ``g`` itself the first ``.grad`` of ``node``'s leaf when nothing else can see it (as PyTorch's
     AccumulateGrad steals a gradient no one else holds), instead of copying it; False if it cannot.
 
-    ``g`` must be a plain tensor that owns its NumPy array, with no other reference to either than the
+    ``g`` must be a plain tensor that owns its C-contiguous NumPy array (what a copy would give), with no other reference to either than the
     engine's (the caller's local and this call's argument), and the leaf must have no ``.grad`` yet and no
     hooks that could see ``g``.
     """
@@ -158,7 +158,8 @@ def _adopt(node, g) -> bool:
     if leaf is None or leaf._grad is not None or leaf._hooks or leaf._post_acc_hooks:
         return False
     data = g._data
-    if (type(data) is not ndarray or data.base is not None or g._base is not None or g._requires_grad
+    if (type(data) is not ndarray or data.base is not None or not data.flags.c_contiguous or g._base is not None
+            or g._requires_grad
             or getrefcount(g) > _ENGINE_REFS or getrefcount(data) > _ARRAY_REFS):
         return False
     leaf._grad = g

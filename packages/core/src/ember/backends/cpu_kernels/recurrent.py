@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .recurrent import LSTM, _steps, _wrap
+from ...ops.recurrent import LSTM, _steps, _wrap
 
 __all__ = ["KERNELS"]
 
