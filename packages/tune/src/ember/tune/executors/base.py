@@ -1,0 +1,71 @@
+"""The executor interface: run trials somewhere, report their events back to the experiment.
+
+An executor starts a trial (:class:`TrialRun`), and :meth:`Executor.poll` returns
+what its trials did (:class:`ExecutorEvent`). A trial that calls ``tune.report``
+waits until the experiment answers with :meth:`Executor.respond` (continue,
+pause or stop), so a scheduler's decision takes effect at that very report.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass
+class TrialRun:
+    """What an executor needs to start (or resume) one trial."""
+    trial_id: str
+    config: dict
+    trial_dir: str  #: the trial's own folder: checkpoints are written here
+    checkpoint: str | None = None  #: path of the checkpoint to resume from (``tune.get_checkpoint()``), or None
+    iteration: int = 0  #: reports the trial already made; ``training_iteration`` continues from here
+    resources: dict = dataclasses.field(default_factory=lambda: {"cpu": 1, "gpu": 0})
+
+
+@dataclasses.dataclass
+class ExecutorEvent:
+    """Something a trial did.
+
+    ``kind`` is one of:
+    - ``"result"``: the trial reported ``metrics`` (and maybe a ``checkpoint`` path) and waits for
+      :meth:`Executor.respond`;
+    - ``"complete"``: the trainable returned;
+    - ``"paused"`` / ``"stopped"``: the trial ended after a PAUSE / STOP answer;
+    - ``"error"``: the trainable raised or its process died; ``error`` holds the traceback text.
+    """
+    kind: str
+    trial_id: str
+    metrics: dict | None = None
+    checkpoint: str | None = None
+    error: str | None = None
+
+
+class Executor:
+    """Base class of executors. A trial runs as ``trainable(config)``; it reports with ``tune.report``."""
+
+    def setup(self, trainable, experiment_dir: str) -> None:
+        """Called once before the first :meth:`start`."""
+        self.trainable, self.experiment_dir = trainable, experiment_dir
+
+    def has_free_slot(self, resources: dict) -> bool:
+        """Whether a trial needing ``resources`` ({"cpu": n, "gpu": m}) can start now."""
+        raise NotImplementedError
+
+    def start(self, run: TrialRun) -> None:
+        """Start running a trial."""
+        raise NotImplementedError
+
+    def poll(self, timeout: float) -> list:
+        """Events since the last call (:class:`ExecutorEvent`), waiting at most ``timeout`` seconds for one."""
+        raise NotImplementedError
+
+    def respond(self, trial_id: str, decision) -> None:
+        """Answer a trial's ``"result"`` event with a :class:`~ember.tune.Decision`."""
+        raise NotImplementedError
+
+    def stop(self, trial_id: str) -> None:
+        """End a running trial now (it sends no further events)."""
+        raise NotImplementedError
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """End every trial and release the executor's resources, within ``timeout`` seconds."""
+        raise NotImplementedError

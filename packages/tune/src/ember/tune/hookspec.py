@@ -1,0 +1,39 @@
+"""Every hook through which a plugin adds to ember.tune, documented in one place.
+
+The built-in searchers, schedulers and executors are plugins like any other:
+each module (``ember.tune.searchers.random``, ...) implements one of these hooks
+and is registered by :mod:`ember.tune.registry` through the same call a third
+party uses. A third-party plugin ships an entry point in the ``ember`` group::
+
+    # pyproject.toml of a plugin
+    [project.entry-points.ember]
+    my_searcher = "my_package.tune_plugin"
+
+    # my_package/tune_plugin.py
+    import ember
+
+    @ember.hookimpl
+    def ember_tune_searchers():
+        return {"my_searcher": MySearcher}
+
+Each hook returns ``{name: class}``; two plugins offering the same name is an
+error that names both. ``TuneConfig(search_alg="my_searcher")`` then finds it.
+"""
+import pluggy
+
+hookspec = pluggy.HookspecMarker("ember")
+
+
+@hookspec
+def ember_tune_searchers():
+    """Return ``{name: Searcher subclass}``: searchers this plugin provides (see :class:`ember.tune.Searcher`)."""
+
+
+@hookspec
+def ember_tune_schedulers():
+    """Return ``{name: Scheduler subclass}``: trial schedulers this plugin provides (see :class:`ember.tune.Scheduler`)."""
+
+
+@hookspec
+def ember_tune_executors():
+    """Return ``{name: Executor subclass}``: trial executors this plugin provides (see :class:`ember.tune.Executor`)."""

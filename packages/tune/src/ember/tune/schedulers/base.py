@@ -1,0 +1,68 @@
+"""The scheduler interface: from each reported result, continue, pause or stop the trial.
+
+>>> from ember.tune import Decision
+>>> from ember.tune.schedulers.base import Scheduler
+>>> class StopAtThree(Scheduler):
+...     def on_result(self, trial_id, result):
+...         return Decision.STOP if result["training_iteration"] >= 3 else Decision.CONTINUE
+>>> s = StopAtThree()
+>>> s.setup(metric="loss", mode="min")
+>>> s.on_result("t0", {"loss": 1.0, "training_iteration": 3})
+<Decision.STOP: 'stop'>
+"""
+from __future__ import annotations
+
+import enum
+
+
+class Decision(str, enum.Enum):
+    """What a trial does after reporting a result."""
+    CONTINUE = "continue"  #: keep running
+    PAUSE = "pause"  #: end the process now, keep the trial; it resumes from its last checkpoint when chosen
+    STOP = "stop"  #: end the trial for good (stopped early; its results count as final)
+
+
+class Scheduler:
+    """Base class of trial schedulers. The one required method is :meth:`on_result`."""
+
+    def setup(self, metric: str, mode: str, time_attr: str = "training_iteration") -> None:
+        """Called once by the experiment. ``time_attr`` is the result key that measures a trial's budget."""
+        if mode not in ("min", "max"):
+            raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
+        self.metric, self.mode, self.time_attr = metric, mode, time_attr
+
+    def on_trial_add(self, trial_id: str, config: dict) -> None:
+        """A new trial entered the experiment."""
+
+    def on_result(self, trial_id: str, result: dict) -> Decision:
+        """Decide about a running trial from its new ``result``."""
+        raise NotImplementedError
+
+    def on_complete(self, trial_id: str, result: dict | None, error: bool = False) -> None:
+        """The trial ended (finished, stopped, or errored)."""
+
+    def take_decisions(self) -> dict:
+        """``{trial_id: Decision}`` about trials other than the one that just reported: a paused trial that
+        may now resume (CONTINUE) or is dropped (STOP), a running trial to stop. Called by the experiment
+        after every :meth:`on_result` and :meth:`on_complete`; each decision is returned once."""
+        return {}
+
+    def choose_trial_to_run(self, paused: list, searcher_finished: bool):
+        """Called when a slot is free: the id of a paused trial to resume now, or None to start a new trial.
+
+        ``paused`` lists the paused trials' ids (oldest first). ``searcher_finished`` is True when no
+        new trial will come, so a scheduler waiting to fill a rung must decide with what it has.
+        """
+        return None
+
+    def score(self, result: dict) -> float:
+        """The metric of ``result`` as a value to maximise."""
+        value = float(result[self.metric])
+        return value if self.mode == "max" else -value
+
+    def state_dict(self) -> dict:
+        """Everything needed to continue, as JSON-serialisable data."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` returned (after :meth:`setup`)."""

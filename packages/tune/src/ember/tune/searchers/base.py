@@ -1,0 +1,66 @@
+"""The searcher interface: propose configurations, learn from results.
+
+A searcher is four methods (plus :meth:`setup`, called once by the experiment):
+:meth:`suggest`, :meth:`on_result`, :meth:`on_complete`, and
+:meth:`state_dict` / :meth:`load_state_dict` so a resumed experiment continues
+where it stopped. Searchers minimise internally; ``mode="max"`` flips the sign.
+
+>>> from ember.tune import SearchSpace, uniform
+>>> from ember.tune.searchers.base import Searcher
+>>> class Always(Searcher):
+...     def suggest(self, trial_id):
+...         return {"x": 0.5}
+>>> s = Always()
+>>> s.setup(SearchSpace({"x": uniform(0, 1)}), metric="loss", mode="min", seed=0)
+>>> s.suggest("t0")
+{'x': 0.5}
+"""
+from __future__ import annotations
+
+import numpy as np
+
+#: what :meth:`Searcher.suggest` returns when it will never propose another configuration
+FINISHED = "FINISHED"
+
+
+class Searcher:
+    """Base class of searchers. Subclasses implement :meth:`suggest`; the rest have sensible defaults.
+
+    ``result`` dicts carry the metric, ``training_iteration`` (1, 2, ... per report of a trial:
+    the budget a multi-fidelity searcher such as BOHB models) and whatever else the trial reported.
+    """
+
+    def setup(self, space, metric: str, mode: str, seed: int | None = None, num_samples: int | None = None) -> None:
+        """Called once by the experiment before the first :meth:`suggest`.
+
+        ``space`` is an :class:`ember.tune.SearchSpace`; ``mode`` is "min" or "max";
+        ``num_samples`` is how many trials the experiment will ask for (None: no limit).
+        """
+        if mode not in ("min", "max"):
+            raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
+        self.space, self.metric, self.mode, self.seed, self.num_samples = space, metric, mode, seed, num_samples
+        self.rng = np.random.default_rng(seed)
+
+    def suggest(self, trial_id: str):
+        """A configuration (nested dict) for a new trial ``trial_id``, None if none can be given right now
+        (ask again after more results), or :data:`FINISHED` if none will ever come."""
+        raise NotImplementedError
+
+    def on_result(self, trial_id: str, result: dict) -> None:
+        """An intermediate result of a running trial."""
+
+    def on_complete(self, trial_id: str, result: dict | None, error: bool = False) -> None:
+        """The trial ended (finished, was stopped early, or errored); ``result`` is its last result, if any."""
+
+    def loss(self, result: dict) -> float:
+        """The metric of ``result`` as a value to minimise."""
+        value = float(result[self.metric])
+        return value if self.mode == "min" else -value
+
+    def state_dict(self) -> dict:
+        """Everything needed to continue, as JSON-serialisable data (the RNG state included)."""
+        return {"rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` returned (after :meth:`setup`)."""
+        self.rng.bit_generator.state = state["rng"]
