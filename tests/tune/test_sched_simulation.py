@@ -6,7 +6,6 @@ nothing is left paused at the end, and that a state_dict saved mid-run (through 
 same decisions.
 """
 import json
-import math
 
 import numpy as np
 import pytest
