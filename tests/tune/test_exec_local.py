@@ -136,6 +136,13 @@ def test_an_unpicklable_trainable_is_refused_clearly(tmp_path):
         ex.setup(42, str(tmp_path))
 
 
+def test_an_unpicklable_config_is_refused_clearly(executor, tmp_path):
+    executor.setup(counting, str(tmp_path))
+    with pytest.raises(TypeError, match="config must be picklable"):
+        executor.start(TrialRun("a", {"dir": str(tmp_path), "f": lambda: 1}, trial_dir=str(tmp_path / "a")))
+    assert executor.running == []
+
+
 def test_a_trainable_from_an_interactive_session_is_refused_clearly(tmp_path, monkeypatch):
     main = types.ModuleType("__main__")  # a REPL's or notebook's __main__: no __file__
 

@@ -255,6 +255,12 @@ class LocalExecutor(Executor):
                                "call start() only when has_free_slot() is True")
         cpu, gpu = self._check_resources(run.resources)
         gpus = self.gpu_picker.pick(gpu, exclude=self._held_gpus()) if gpu else []
+        if self.start_method != "fork":
+            try:
+                pickle.dumps(run)
+            except Exception as exc:
+                raise TypeError(f"trial {run.trial_id} cannot be sent to its process ({exc}): its config must be "
+                                "picklable (plain values, arrays, tensors, module-level functions)") from None
         os.makedirs(run.trial_dir, exist_ok=True)
         conn, child_conn = self._ctx.Pipe()
         lifeline_r, lifeline_w = self._ctx.Pipe(duplex=False)
@@ -262,10 +268,9 @@ class LocalExecutor(Executor):
                                     args=(self._payload, run, child_conn, lifeline_r, _gpus.visible_devices_env(gpus)))
         try:
             process.start()
-        except Exception as exc:
+        except BaseException:
             conn.close(), lifeline_w.close()
-            raise TypeError(f"trial {run.trial_id} could not be sent to its process ({exc}); its config must be "
-                            "picklable") from exc
+            raise
         finally:
             child_conn.close(), lifeline_r.close()
         self._trials[run.trial_id] = _Trial(run.trial_id, process, conn, lifeline_w, cpu, gpus, run.trial_dir)
