@@ -39,6 +39,7 @@ ValueError: a trial asking for 8 CPUs can never run: this executor has 4 (LocalE
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import faulthandler
 import math
 import multiprocessing
@@ -102,9 +103,14 @@ def _watch_driver(lifeline, parent_pid: int) -> None:
             os._exit(70)
 
 
-def _trial_main(payload, run, conn, lifeline, env) -> None:
-    """Body of a trial process: run the trainable, send each result and the way it ended over ``conn``."""
+def _trial_main(payload, run, conn, lifeline, cwd, env) -> None:
+    """Body of a trial process: run the trainable, send each result and the way it ended over ``conn``.
+
+    ``cwd`` and ``env`` are the driver's when it started the trial (a forkserver's children would otherwise
+    have the server's, from when it started), plus the trial's GPUs."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.chdir(cwd)
+    os.environ.clear()
     os.environ.update(env)
     threading.Thread(target=_watch_driver, args=(lifeline, os.getppid()), daemon=True,
                      name="ember-tune-driver-watch").start()
@@ -261,11 +267,14 @@ class LocalExecutor(Executor):
             except Exception as exc:
                 raise TypeError(f"trial {run.trial_id} cannot be sent to its process ({exc}): its config must be "
                                 "picklable (plain values, arrays, tensors, module-level functions)") from None
+        run = dataclasses.replace(run, trial_dir=os.path.abspath(run.trial_dir),
+                                  checkpoint=None if run.checkpoint is None else os.path.abspath(run.checkpoint))
         os.makedirs(run.trial_dir, exist_ok=True)
+        env = {**os.environ, **_gpus.visible_devices_env(gpus)}
         conn, child_conn = self._ctx.Pipe()
         lifeline_r, lifeline_w = self._ctx.Pipe(duplex=False)
         process = self._ctx.Process(target=_trial_main, name=f"ember-tune-trial-{run.trial_id}",
-                                    args=(self._payload, run, child_conn, lifeline_r, _gpus.visible_devices_env(gpus)))
+                                    args=(self._payload, run, child_conn, lifeline_r, os.getcwd(), env))
         try:
             process.start()
         except BaseException:
