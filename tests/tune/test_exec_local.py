@@ -269,3 +269,10 @@ def test_shutdown_leaves_no_process_behind(tmp_path):
     assert ex.running == [] and not ex.has_free_slot({"cpu": 1})
     with pytest.raises(RuntimeError, match="shut down"):
         ex.start(TrialRun("c", {"dir": str(tmp_path)}, trial_dir=str(tmp_path / "c")))
+
+
+def test_registered_as_the_local_executor():
+    from ember.tune import registry
+    assert registry.get("executor", "local") is LocalExecutor
+    assert isinstance(registry.resolve("executor", None, max_concurrent=3), LocalExecutor)
+    assert tune.LocalExecutor is LocalExecutor

@@ -50,6 +50,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 import weakref
 from multiprocessing.connection import wait
 
@@ -184,6 +185,7 @@ class LocalExecutor(Executor):
         self._trials: dict = {}
         self._payload = None
         self._closed = False
+        self._warned_gpus = False
 
     # -- setup and resources ------------------------------------------------------------------------------
     def setup(self, trainable, experiment_dir: str) -> None:
@@ -240,7 +242,15 @@ class LocalExecutor(Executor):
             return False
         if sum(t.cpu for t in self._trials.values()) + cpu > self.num_cpus + 1e-9:
             return False
-        return gpu == 0 or self.gpu_picker.pick(gpu, exclude=self._held_gpus()) is not None
+        if gpu == 0 or self.gpu_picker.pick(gpu, exclude=self._held_gpus()) is not None:
+            return True
+        if not self._trials and not self._warned_gpus:  # nothing of ours holds them: someone else's jobs do
+            self._warned_gpus = True
+            used = ", ".join(f"GPU {g.index}: {g.memory_fraction:.0%}" for g in self.gpu_picker.status())
+            warnings.warn(f"a trial asking for {gpu} GPU(s) waits: no trial of this executor runs, but too few GPUs "
+                          f"have at most {self.gpu_picker.max_memory:.0%} of their memory in use ({used}); "
+                          "LocalExecutor(gpu_max_memory=...) sets that limit", RuntimeWarning, stacklevel=2)
+        return False
 
     @property
     def running(self) -> list:
