@@ -28,7 +28,7 @@ TrialOutcome(kind='stopped', metrics=None, error=None)
 >>> tune.report({"loss": 0.0})
 Traceback (most recent call last):
 ...
-RuntimeError: tune.report() was called outside a trial: it works only inside a trainable run by tune.Tuner or an executor
+RuntimeError: tune.report() was called outside a trial: it works only inside a trainable ...
 """
 from __future__ import annotations
 
