@@ -81,7 +81,7 @@ def test_kill_at_every_line_then_restore_gives_the_unkilled_run(tmp_path, schedu
 def test_restore_twice_mid_run(tmp_path):
     expected = summary(drive(make(tmp_path, "full"), fail_once=()))
     exp = make(tmp_path, "twice")
-    for _ in range(3):  # run two trials, kill (stop without closing) in the middle of the third
+    for _ in range(3):  # run two trials, kill in the middle of the third
         trial = exp.ask()
         exp.report(trial, {"loss": loss(trial.config, 1)})
         exp.report(trial, {"loss": loss(trial.config, 2)}, checkpoint={"it": 2})
@@ -89,11 +89,13 @@ def test_restore_twice_mid_run(tmp_path):
             for it in range(3, 10):
                 exp.report(trial, {"loss": loss(trial.config, it)})
             exp.tell(trial)
+    exp.close()  # as a kill leaves it (close writes nothing; it lets go of the journal's lock)
     exp = tune.Experiment.restore(exp.path)
     running = exp.get_trial("00002")
     assert running.status == "PENDING" and running.checkpoint_iteration == 2
     assert exp.ask() is running and running.status == "RUNNING"  # restarts first, from its checkpoint
     exp.report(running, {"loss": loss(running.config, 3)})  # then killed again
+    exp.close()
     exp = tune.Experiment.restore(exp.path)
     assert exp.get_trial("00002").status == "PENDING"
     assert summary(drive(exp, fail_once=())) == expected
@@ -104,6 +106,7 @@ def test_reports_repeated_after_a_restart_are_not_fed_twice(tmp_path):
     trial = exp.ask()
     for it in (1, 2, 3):
         exp.report(trial, {"loss": loss(trial.config, it)})
+    exp.close()
     exp = tune.Experiment.restore(exp.path)  # killed: no checkpoint, so the trial restarts from scratch
     trial = exp.ask()
     assert trial.trial_id == "00000" and trial.checkpoint_iteration == 0 and len(trial.results) == 3
@@ -126,6 +129,9 @@ def test_restore_needs_what_could_not_be_saved(tmp_path):
         tune.Experiment.restore(exp.path, param_space=space)
     restored = tune.Experiment.restore(exp.path, param_space=space, stop=lambda t, r: False)
     assert restored.get_trial("00000").config == first.config
+    with pytest.raises(JournalError, match="is in use: another process"):
+        tune.Experiment.restore(exp.path, param_space=space, stop=lambda t, r: False)
+    restored.close()
     with pytest.raises(TypeError, match="unexpected arguments"):
         tune.Experiment.restore(exp.path, seed=1)
 

@@ -215,19 +215,25 @@ class Experiment:
         if unknown:
             raise TypeError(f"Experiment.restore: unexpected arguments {sorted(unknown)}; expected {_RESTORABLE}")
         path = os.path.expanduser(path)
-        records = Journal.read(os.path.join(path, JOURNAL))
-        if not records or records[0].get("e") != "experiment":
-            raise ValueError(f"{path}: the journal does not start with an experiment record; is it an experiment?")
-        header = records[0]
-        components = load_components(os.path.join(path, COMPONENTS), given, _RESTORABLE)
-        self = cls.__new__(cls)
-        self._configure(metric=header["metric"], mode=header["mode"], num_samples=header["num_samples"],
-                        seed=header["seed"], max_failures=header["max_failures"], **components)
-        self.path = path
-        for i, record in enumerate(records[1:], start=2):
-            self._replay(record, i)
+        journal_path = os.path.join(path, JOURNAL)
+        records = Journal.read(journal_path)  # a clear error when there is none
+        journal, records = Journal.open(journal_path)  # locked against a second runner; a torn line cut off
+        try:
+            if not records or records[0].get("e") != "experiment":
+                raise ValueError(f"{path}: the journal does not start with an experiment record; is it an experiment?")
+            header = records[0]
+            components = load_components(os.path.join(path, COMPONENTS), given, _RESTORABLE)
+            self = cls.__new__(cls)
+            self._configure(metric=header["metric"], mode=header["mode"], num_samples=header["num_samples"],
+                            seed=header["seed"], max_failures=header["max_failures"], **components)
+            self.path = path
+            for i, record in enumerate(records[1:], start=2):
+                self._replay(record, i)
+        except BaseException:
+            journal.close()
+            raise
         self._actions = {}
-        self._journal, _ = Journal.open(os.path.join(path, JOURNAL))  # cuts a torn last line off
+        self._journal = journal
         self._restart_interrupted()
         self._journal.append({"e": "restore", "time": time.time()}, sync=True)
         return self

@@ -58,10 +58,12 @@ class Journal:
     def open(cls, path: str):
         """Open ``path`` for appending (creating it if needed): returns ``(journal, records already there)``.
 
-        A torn last line is cut off first, so the next record starts on a line of its own.
+        A torn last line is cut off first, so the next record starts on a line of its own. The file is locked
+        while open: a second process appending to the same journal is refused (a killed one holds no lock).
         """
-        records, good_end = _parse(path) if os.path.exists(path) else ([], 0)
         f = open(path, "a+b")
+        _lock(f, path)
+        records, good_end = _parse(path)
         if f.tell() != good_end:
             f.truncate(good_end)
             f.seek(good_end)
@@ -90,6 +92,19 @@ class Journal:
         if not self._f.closed:
             self.sync()
             self._f.close()
+
+
+def _lock(f, path: str) -> None:
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock
+        return
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        raise JournalError(f"{path} is in use: another process (or an Experiment not closed) is running this "
+                           "experiment; let it end, or stop it, before restoring") from None
 
 
 def _parse(path: str):

@@ -142,6 +142,7 @@ def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int 
     """The Tuner's loop: start trials while slots are free, answer their events, until all is done."""
     from .executors.base import TrialRun
     running: set = set()
+    started: set = set()
     may_ask = True  # False after ask() gave nothing, until an event changes the state
     while not experiment.is_finished():
         while may_ask and (max_concurrent is None or len(running) < max_concurrent) \
@@ -150,6 +151,9 @@ def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int 
             if trial is None:
                 may_ask = False
                 break
+            if trial.trial_id in started:  # a retry or resume: its old process may still be exiting
+                executor.stop(trial.trial_id)
+            started.add(trial.trial_id)
             executor.start(TrialRun(trial.trial_id, trial.config, trial.trial_dir, checkpoint=trial.checkpoint,
                                     iteration=trial.checkpoint_iteration, resources=dict(resources)))
             running.add(trial.trial_id)
@@ -165,8 +169,8 @@ def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int 
                 executor.respond(event.trial_id, experiment.report(trial, event.metrics, checkpoint=event.checkpoint))
                 continue
             running.discard(event.trial_id)
-            if event.kind == "complete":
-                experiment.tell(trial)
+            if event.kind == "complete":  # with the trainable's returned dict, if it returned one
+                experiment.tell(trial, event.metrics)
             elif event.kind == "error":
                 experiment.tell(trial, error=event.error or f"trial {event.trial_id} failed (no traceback)")
             elif event.kind not in ("paused", "stopped"):
