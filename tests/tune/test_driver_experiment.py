@@ -77,6 +77,31 @@ def test_ask_tell_with_asha_stops_poor_trials_early():
             assert sum(v < value for v in seen) < math.ceil(len(seen) / 3)
 
 
+def test_ask_tell_with_synchronous_hyperband_pauses_and_resumes():
+    hb = tune.HyperBandScheduler(max_t=9, reduction_factor=3)  # brackets: 9 trials at 1, 5 at 3, 3 at 9
+    exp = tune.Experiment(SPACE, "loss", "min", scheduler=hb, num_samples=17, seed=0)
+    starts = []
+    while (trial := exp.ask()) is not None:
+        starts.append(trial.trial_id)
+        for it in range(trial.checkpoint_iteration + 1, 10):  # no checkpoints: a resumed trial starts over
+            decision = exp.report(trial, {"loss": loss(trial.config, it)})
+            if decision is not Decision.CONTINUE:
+                assert trial.status == ("PAUSED" if decision is Decision.PAUSE else "TERMINATED")
+                break
+        else:
+            exp.tell(trial)
+    assert exp.is_finished() and all(t.status == "TERMINATED" for t in exp.trials)
+    lengths = {t.trial_id: len(t.results) for t in exp.trials}
+    assert sorted(lengths.values()) == [1] * 6 + [3] * 6 + [9] * 5
+    assert all(sorted(r["training_iteration"] for r in t.results) == list(range(1, len(t.results) + 1))
+               for t in exp.trials)
+    # the first bracket's nine trials all start before any of them resumes
+    assert starts[:9] == [f"{i:05d}" for i in range(9)] and len(set(starts[9:11]) & set(starts[:9])) == 2
+    # the three best of the first rung were the ones promoted
+    first_rung = sorted(range(9), key=lambda i: exp.trials[i].results[0]["loss"])
+    assert {i for i in range(9) if lengths[f"{i:05d}"] > 1} == set(first_rung[:3])
+
+
 def test_registered_names_resolve_and_bad_ones_are_clear():
     exp = tune.Experiment(SPACE, "loss", "max", search_alg="random", scheduler="asha", num_samples=2, seed=0)
     assert type(exp.searcher).__name__ == "RandomSearcher" and type(exp.scheduler).__name__ == "ASHAScheduler"

@@ -53,9 +53,13 @@ def lines_of(path):
         return f.read().splitlines(keepends=True)
 
 
-@pytest.mark.parametrize("scheduler", [None, "asha"])
+SCHEDULERS = {"fifo": lambda: None, "asha": lambda: tune.ASHAScheduler(max_t=9, grace_period=1, reduction_factor=3),
+              "hyperband": lambda: tune.HyperBandScheduler(max_t=9, reduction_factor=3)}
+
+
+@pytest.mark.parametrize("scheduler", sorted(SCHEDULERS))
 def test_kill_at_every_line_then_restore_gives_the_unkilled_run(tmp_path, scheduler):
-    sched = (lambda: tune.ASHAScheduler(max_t=9, grace_period=1, reduction_factor=3)) if scheduler else (lambda: None)
+    sched = SCHEDULERS[scheduler]
     full = drive(make(tmp_path, "full", sched()))
     expected = summary(full)
     assert [t.num_failures for t in full.trials[:3]] == [1, 0, 1]

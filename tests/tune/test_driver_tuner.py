@@ -29,6 +29,16 @@ def flaky(config):
     tune.report({"loss": abs(config["x"])})
 
 
+def stepper(config):
+    """Checkpoints every step; notes in its folder the step each run started from."""
+    checkpoint = tune.get_checkpoint()
+    start = 0 if checkpoint is None else int(checkpoint.to_dict()["step"])
+    with open(os.path.join(config["log_dir"], f"starts_{tune.get_trial_id()}.txt"), "a") as f:
+        f.write(f"{start}\n")
+    for step in range(start + 1, 10):
+        tune.report({"loss": (config["x"] - 0.3) ** 2 + 1.0 / step}, checkpoint={"step": step})
+
+
 def runs(tmp_path, name, **tune_kwargs):
     return tune.RunConfig(storage_path=str(tmp_path), name=name, verbose=0, **tune_kwargs)
 
@@ -52,6 +62,29 @@ def test_fit_random_search_with_asha(tmp_path):
     for r in grid:
         assert [m["training_iteration"] for m in r.metrics_history] == list(range(1, len(r.metrics_history) + 1))
         assert r.path == os.path.join(str(tmp_path), "asha", f"trial_{r.trial_id}")
+
+
+@pytest.mark.timeout(120)
+def test_fit_with_hyperband_pauses_and_resumes_trials_from_their_checkpoints(tmp_path):
+    # max_t=3, eta=3: bracket 1 runs 3 trials to 1 and promotes one to 3; bracket 0 runs 2 trials to 3.
+    # One at a time, so the first two trials pause at 1 and the third completes the rung; with seed 0 the
+    # first trial is the best of the three: it is promoted, and resumes from its checkpoint.
+    space = {"x": tune.uniform(-1, 1), "log_dir": str(tmp_path)}
+    reference = tune.Experiment(space, "loss", "min", num_samples=5, seed=0)
+    xs = [reference.ask().config["x"] for _ in range(3)]
+    assert min(range(3), key=lambda i: (xs[i] - 0.3) ** 2) == 0
+    tuner = tune.Tuner(stepper, param_space=space,
+                       tune_config=tune.TuneConfig(metric="loss", mode="min", num_samples=5, seed=0,
+                                                   max_concurrent_trials=1,
+                                                   scheduler=tune.HyperBandScheduler(max_t=3, reduction_factor=3)),
+                       run_config=runs(tmp_path, "hb"))
+    grid = tuner.fit()
+    assert grid.num_terminated == 5
+    assert [len(r.metrics_history) for r in grid] == [3, 1, 1, 3, 3]
+    starts = {r.trial_id: (tmp_path / f"starts_{r.trial_id}.txt").read_text().split() for r in grid}
+    assert starts == {"00000": ["0", "1"], "00001": ["0"], "00002": ["0"], "00003": ["0"], "00004": ["0"]}
+    for r in grid:
+        assert [m["training_iteration"] for m in r.metrics_history] == list(range(1, len(r.metrics_history) + 1))
 
 
 @pytest.mark.timeout(120)
