@@ -237,6 +237,21 @@ def test_keep_best_k_checkpoints(tmp_path):
         assert trial.checkpoint is not None and os.path.exists(trial.checkpoint)
 
 
+def test_reported_values_are_stored_as_the_journal_reads_them_back(tmp_path):
+    import ember
+    import numpy as np
+    exp = tune.Experiment(SPACE, "loss", "min", num_samples=1, seed=0, storage_path=str(tmp_path), name="n")
+    trial = exp.ask()
+    exp.report(trial, {"loss": ember.tensor(0.5), "acc": np.float32(0.25), "shape": (2, 3), "model": object()})
+    exp.close()
+    expected = {"loss": 0.5, "acc": 0.25, "shape": [2, 3], "model": "<object>"}
+    assert {k: trial.last_result[k] for k in expected} == expected
+    assert type(trial.last_result["loss"]) is float
+    restored = tune.Experiment.restore(exp.path)
+    assert restored.get_trial(trial.trial_id).results == trial.results
+    restored.close()
+
+
 def test_checkpoint_dict_needs_storage():
     exp = tune.Experiment(SPACE, "loss", "min", num_samples=1, seed=0)
     with pytest.raises(ValueError, match="checkpoint dict needs a folder"):

@@ -135,7 +135,8 @@ class Experiment:
     def report(self, trial: Trial, metrics: dict, checkpoint=None) -> Decision:
         """Record a result of a running trial and answer whether it continues, pauses or stops.
 
-        ``training_iteration`` (the run's count of reports), ``trial_id``, ``timestamp`` and ``time_total_s``
+        Values are stored as the journal holds them (NumPy scalars and 0-d tensors become numbers, tuples
+        lists). ``training_iteration`` (the run's count of reports), ``trial_id``, ``timestamp`` and ``time_total_s``
         are filled in when missing. ``checkpoint``: a path, a :class:`ember.tune.Checkpoint`, or a dict of
         tensors and plain values (saved with ``ember.save`` in the trial's folder). After STOP or PAUSE the
         trial is no longer running: end its run (a later :meth:`tell` is ignored). A report about a trial
@@ -145,7 +146,7 @@ class Experiment:
             raise TypeError(f"report: metrics must be a dict of reported values, got {type(metrics).__name__}")
         if trial.status != "RUNNING":
             return Decision.STOP
-        result = dict(metrics)
+        result = normalized(metrics)  # as a restore will read it back: plain numbers, lists, strings
         now = time.time()
         result.setdefault("training_iteration", trial.run_iteration + 1)
         result.setdefault("trial_id", trial.trial_id)

@@ -18,25 +18,27 @@ from __future__ import annotations
 import json
 import os
 
-import numpy as np
 
-
-def _default(obj):
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
+def json_default(obj):
+    """``default`` for :func:`json.dumps`: how the journal and the exports write non-JSON values."""
+    if callable(getattr(obj, "tolist", None)):
+        return obj.tolist()  # NumPy values and ember tensors: numbers and (nested) lists
     return f"<{type(obj).__name__}>"
 
 
 def dumps(record: dict) -> str:
-    """One record as a compact JSON line (no newline); NumPy values as numbers and lists, any other
-    non-JSON object as its type's name in angle brackets (journals record what was run; they never pickle)."""
-    return json.dumps(record, separators=(",", ":"), default=_default)
+    """One record as a compact JSON line (no newline); NumPy values and tensors as numbers and lists, any
+    other non-JSON object as its type's name in angle brackets (journals record what was run; never pickles)."""
+    return json.dumps(record, separators=(",", ":"), default=json_default)
 
 
 def normalized(obj):
-    """``obj`` as it reads back from a journal (tuples become lists, NumPy scalars numbers, ...)."""
+    """``obj`` as it reads back from a journal (tuples become lists, NumPy scalars and 0-d tensors numbers, ...).
+
+    >>> import numpy as np
+    >>> normalized({"loss": np.float32(0.5), "shape": (2, 3), "model": object()})
+    {'loss': 0.5, 'shape': [2, 3], 'model': '<object>'}
+    """
     return json.loads(dumps(obj))
 
 
