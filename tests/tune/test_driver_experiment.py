@@ -139,6 +139,12 @@ def test_report_after_stop_is_ignored_and_tell_is_harmless():
     assert trial.status == "TERMINATED" and len(trial.results) == 1
     with pytest.raises(TypeError, match="metrics must be a dict"):
         exp.report(trial, 1.0)
+    exp = tune.Experiment(SPACE, "loss", "min", num_samples=1, seed=0)
+    trial = exp.ask()
+    exp.report(trial, {"loss": 1.0, "training_iteration": 5})
+    with pytest.raises(ValueError, match="training_iteration must be an int that grows .* is at 5.*got 5"):
+        exp.report(trial, {"loss": 1.0, "training_iteration": 5})
+    assert exp.report(trial, {"loss": 0.5}) is Decision.CONTINUE and trial.last_result["training_iteration"] == 6
 
 
 def test_errored_trials_are_retried_then_recorded_with_traceback_without_stopping_others():

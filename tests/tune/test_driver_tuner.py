@@ -136,3 +136,16 @@ def test_tuner_arguments_are_checked():
     wrapped = tune.with_resources(tune.with_resources(quadratic, {"cpu": 2}), {"gpu": 1})
     assert wrapped.resources == {"cpu": 1, "gpu": 1} and wrapped.trainable is quadratic
     assert wrapped.__name__ == "quadratic"
+
+
+@pytest.mark.timeout(120)
+def test_an_ask_tell_experiment_continues_with_a_tuner(tmp_path):
+    exp = tune.Experiment(SPACE, "loss", "min", num_samples=3, seed=4, storage_path=str(tmp_path), name="mixed")
+    first = exp.ask()
+    exp.tell(first, {"loss": 123.0})
+    second = exp.ask()  # left running: the Tuner restarts it
+    exp.close()
+    grid = tune.Tuner.restore(exp.path, quadratic).fit()
+    assert [r.trial_id for r in grid] == ["00000", "00001", "00002"] and grid.num_terminated == 3
+    assert grid[0].metrics["loss"] == 123.0 and len(grid[0].metrics_history) == 1
+    assert grid[1].config == second.config and len(grid[1].metrics_history) == 5

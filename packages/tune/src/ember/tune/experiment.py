@@ -148,7 +148,11 @@ class Experiment:
             return Decision.STOP
         result = normalized(metrics)  # as a restore will read it back: plain numbers, lists, strings
         now = time.time()
-        result.setdefault("training_iteration", trial.run_iteration + 1)
+        iteration = result.setdefault("training_iteration", trial.run_iteration + 1)
+        if isinstance(iteration, bool) or not isinstance(iteration, int) or iteration <= trial.run_iteration:
+            raise ValueError(f"report: training_iteration must be an int that grows with each report of a run "
+                             f"(trial {trial.trial_id} is at {trial.run_iteration}), got {iteration!r}; leave it "
+                             "out to have it counted")
         result.setdefault("trial_id", trial.trial_id)
         result.setdefault("timestamp", now)
         result.setdefault("time_total_s", trial.time_base + now - trial.run_started)

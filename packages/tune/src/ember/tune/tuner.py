@@ -19,7 +19,7 @@ import functools
 import os
 
 from . import registry
-from .config import RunConfig, TuneConfig
+from .config import FailureConfig, RunConfig, TuneConfig
 from .experiment import Experiment, load_components, save_components
 
 #: the Tuner's own settings, pickled next to the experiment's for :meth:`Tuner.restore`
@@ -84,12 +84,18 @@ class Tuner:
 
         Finished trials are kept; trials that were running restart from their latest checkpoint; the
         searcher and scheduler continue where they were. Pass again whatever could not be saved with the
-        experiment (a lambda in ``param_space``, an unpicklable searcher, ...): restore says which.
+        experiment (a lambda in ``param_space``, an unpicklable searcher, ...): restore says which. An
+        experiment begun with the ask/tell :class:`~ember.tune.Experiment` continues with the Tuner's defaults.
         """
         path = os.path.expanduser(path)
         experiment = Experiment.restore(path, param_space=param_space, search_alg=search_alg,
                                         scheduler=scheduler, stop=stop)
-        state = load_components(os.path.join(path, TUNER_STATE), {"executor": executor}, _TUNER_KEYS)
+        state_path = os.path.join(path, TUNER_STATE)
+        if os.path.exists(state_path):
+            state = load_components(state_path, {"executor": executor}, _TUNER_KEYS)
+        else:  # an experiment driven by ask/tell so far: the Tuner's defaults
+            state = {"executor": executor or "local", "max_concurrent_trials": None, "verbose": 1,
+                     "progress_interval": 5.0}
         self = cls.__new__(cls)
         self.trainable, self.param_space = trainable, experiment.space
         self.tune_config = TuneConfig(metric=experiment.metric, mode=experiment.mode,
@@ -99,6 +105,7 @@ class Tuner:
                                       seed=experiment.seed, executor=state["executor"])
         self.run_config = RunConfig(name=os.path.basename(path), storage_path=os.path.dirname(path),
                                     stop=experiment.stop, checkpoint_config=experiment.checkpoint_config,
+                                    failure_config=FailureConfig(experiment.max_failures),
                                     verbose=state["verbose"], progress_interval=state["progress_interval"])
         self._experiment = experiment
         return self
