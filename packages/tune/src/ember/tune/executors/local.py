@@ -45,6 +45,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -120,8 +121,9 @@ def _trial_main(payload, run, conn, lifeline, env) -> None:
     try:
         trainable = pickle.loads(payload) if isinstance(payload, bytes) else payload
     except Exception:
-        outcome = _session.TrialOutcome("error", error="the trainable could not be loaded in the trial process:\n"
-                                                         + traceback.format_exc())
+        outcome = _session.TrialOutcome("error", error=(
+            "the trainable could not be loaded in the trial process: its module must be importable in a fresh "
+            "Python process (on sys.path, or the script that was run)\n" + traceback.format_exc()))
     else:
         outcome = _session.run_trial(trainable, run, channel)
     faulthandler.disable()
@@ -186,6 +188,13 @@ class LocalExecutor(Executor):
         if self.start_method == "fork":
             self._payload = trainable
             return
+        main = sys.modules.get("__main__")
+        if getattr(trainable, "__module__", None) == "__main__" and not getattr(main, "__file__", None):
+            raise TypeError(
+                f"the trainable {getattr(trainable, '__qualname__', trainable)!r} is defined in an interactive session "
+                f"(a notebook, the REPL or python -c): a trial process started with {self.start_method!r} cannot "
+                "import it; define it in a .py module and import it from there, or use "
+                "LocalExecutor(start_method='fork')")
         try:
             self._payload = pickle.dumps(trainable)
         except Exception as exc:
@@ -246,6 +255,12 @@ class LocalExecutor(Executor):
                                "call start() only when has_free_slot() is True")
         cpu, gpu = self._check_resources(run.resources)
         gpus = self.gpu_picker.pick(gpu, exclude=self._held_gpus()) if gpu else []
+        if self.start_method != "fork":
+            try:
+                pickle.dumps(run)
+            except Exception as exc:
+                raise TypeError(f"trial {run.trial_id} cannot be sent to its process ({exc}): its config must be "
+                                "picklable (plain values, arrays, tensors, module-level functions)") from None
         os.makedirs(run.trial_dir, exist_ok=True)
         conn, child_conn = self._ctx.Pipe()
         lifeline_r, lifeline_w = self._ctx.Pipe(duplex=False)
@@ -253,10 +268,9 @@ class LocalExecutor(Executor):
                                     args=(self._payload, run, child_conn, lifeline_r, _gpus.visible_devices_env(gpus)))
         try:
             process.start()
-        except Exception as exc:
+        except BaseException:
             conn.close(), lifeline_w.close()
-            raise TypeError(f"trial {run.trial_id} could not be sent to its process ({exc}); its config must be "
-                            "picklable") from exc
+            raise
         finally:
             child_conn.close(), lifeline_r.close()
         self._trials[run.trial_id] = _Trial(run.trial_id, process, conn, lifeline_w, cpu, gpus, run.trial_dir)
@@ -270,7 +284,8 @@ class LocalExecutor(Executor):
             raise ValueError(f"trial {trial_id} is not waiting for an answer (respond once to each 'result' event)")
         trial.waiting = False
         try:
-            trial.conn.send(decision.value)
+            if trial.conn is not None:
+                trial.conn.send(decision.value)
         except OSError:  # it died meanwhile: poll() reports that
             pass
 
