@@ -85,6 +85,8 @@ def test_fit_with_hyperband_pauses_and_resumes_trials_from_their_checkpoints(tmp
     assert starts == {"00000": ["0", "1"], "00001": ["0"], "00002": ["0"], "00003": ["0"], "00004": ["0"]}
     for r in grid:
         assert [m["training_iteration"] for m in r.metrics_history] == list(range(1, len(r.metrics_history) + 1))
+        times = [m["time_total_s"] for m in r.metrics_history]
+        assert times == sorted(times)  # the resumed run's clock goes on from the paused one's
 
 
 @pytest.mark.timeout(120)

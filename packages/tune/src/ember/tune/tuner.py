@@ -161,8 +161,10 @@ def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int 
             if trial.trial_id in started:  # a retry or resume: its old process may still be exiting
                 executor.stop(trial.trial_id)
             started.add(trial.trial_id)
-            executor.start(TrialRun(trial.trial_id, trial.config, trial.trial_dir, checkpoint=trial.checkpoint,
-                                    iteration=trial.checkpoint_iteration, resources=dict(resources)))
+            run = TrialRun(trial.trial_id, trial.config, trial.trial_dir, checkpoint=trial.checkpoint,
+                           iteration=trial.checkpoint_iteration, resources=dict(resources))
+            run.time_total_s = trial.time_base  # time spent in earlier runs: the session's time_total_s goes on
+            executor.start(run)
             running.add(trial.trial_id)
         if not running and not may_ask:
             if experiment.is_finished():
