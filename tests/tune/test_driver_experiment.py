@@ -271,5 +271,7 @@ def test_journal_is_written_and_an_existing_experiment_is_not_overwritten(tmp_pa
     assert records[0]["e"] == "experiment" and records[0]["seed"] == 0
     assert [r["e"] for r in records[1:]] == ["ask"] + ["report"] * 5 + ["tell"] + ["ask"] + ["report"] * 5 \
         + ["tell", "ask"]
+    with pytest.raises(RuntimeError, match="this experiment was closed: continue it with Experiment.restore"):
+        exp.ask()
     with pytest.raises(FileExistsError, match="Experiment.restore"):
         tune.Experiment(SPACE, "loss", "min", storage_path=str(tmp_path), name="j")

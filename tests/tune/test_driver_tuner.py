@@ -53,6 +53,7 @@ def test_fit_random_search_with_asha(tmp_path):
                        run_config=runs(tmp_path, "asha"))
     grid = tuner.fit()
     assert len(grid) == 8 and grid.num_terminated == 8 and grid.num_errors == 0
+    assert [r.metrics for r in tuner.fit()] == [r.metrics for r in grid]  # done: fit again gives the results
     lengths = sorted(len(r.metrics_history) for r in grid)
     assert lengths[0] < 5 and lengths[-1] == 5  # ASHA dropped some early, the best ran to max_t
     reference = tune.Experiment(SPACE, "loss", "min", num_samples=8, seed=0)

@@ -108,6 +108,7 @@ class Experiment:
         self._actions: dict = {}
         self._searcher_finished = False
         self._journal = None
+        self.closed = False
         self._checkpoints: dict = {}  # trial_id -> CheckpointManager, when only the best k are kept
 
     # ---------------------------------------------------------------- the public API
@@ -203,9 +204,10 @@ class Experiment:
         return ResultGrid.from_trials(self.trials, self.metric, self.mode, self.path)
 
     def close(self) -> None:
-        """Sync and close the journal (the experiment can still be read, not run)."""
+        """Sync and close the journal: the experiment can still be read, not run (restore it to go on)."""
         if self._journal is not None:
             self._journal.close()
+        self.closed = True
 
     @classmethod
     def restore(cls, path: str, **given) -> Experiment:
@@ -248,6 +250,9 @@ class Experiment:
     # same order, so the searcher and scheduler see exactly the calls of the original run.
 
     def _log(self, record: dict, sync: bool = False) -> None:
+        if self.closed:
+            raise RuntimeError("this experiment was closed: continue it with Experiment.restore(path)"
+                               + ("" if self.path is None else f" (path {self.path!r})"))
         if self._journal is not None:
             self._journal.append(record, sync)
 

@@ -112,8 +112,13 @@ class Tuner:
 
     def fit(self):
         """Run the trials until the searcher is done and every trial ended; returns the ResultGrid."""
-        experiment = self._experiment or self._new_experiment()
-        self._experiment = experiment
+        experiment = self._experiment
+        if experiment is not None and experiment.closed:  # fit ran before
+            if experiment.is_finished():
+                return experiment.results()
+            raise RuntimeError(f"this Tuner's fit was interrupted: continue with "
+                               f"Tuner.restore({experiment.path!r}, trainable)")
+        experiment = self._experiment = experiment or self._new_experiment()
         tc, rc = self.tune_config, self.run_config
         executor = registry.resolve("executor", tc.executor)
         resources = getattr(self.trainable, "resources", {"cpu": 1, "gpu": 0})
