@@ -192,3 +192,14 @@ def test_torn_line_in_a_real_experiment_journal(tmp_path):
     assert restored.ask().trial_id == "00001"
     restored.close()
     assert Journal.read(os.path.join(exp.path, "journal.jsonl"))[-1]["t"] == "00001"
+
+
+def test_an_experiment_killed_before_its_first_line_starts_anew(tmp_path):
+    os.makedirs(tmp_path / "born")
+    with open(tmp_path / "born" / "journal.jsonl", "wb") as f:
+        f.write(b'{"e":"experiment","vers')
+    with pytest.raises(ValueError, match="does not start with an experiment record"):
+        tune.Experiment.restore(str(tmp_path / "born"))
+    exp = make(tmp_path, "born")
+    exp.close()
+    assert [r["e"] for r in Journal.read(os.path.join(exp.path, "journal.jsonl"))] == ["experiment"]

@@ -66,12 +66,13 @@ class Experiment:
             self.path = None
             return
         self.path = os.path.join(os.path.expanduser(storage_path), name or time.strftime("tune_%Y%m%d_%H%M%S"))
-        if os.path.exists(os.path.join(self.path, JOURNAL)):
+        journal_path = os.path.join(self.path, JOURNAL)
+        if os.path.exists(journal_path) and Journal.read(journal_path):  # (one killed before its first line: anew)
             raise FileExistsError(f"an experiment already exists at {self.path!r}: continue it with "
                                   "Experiment.restore(path) (or Tuner.restore), or choose another name")
         os.makedirs(self.path, exist_ok=True)
         save_components(os.path.join(self.path, COMPONENTS), given)
-        self._journal, _ = Journal.open(os.path.join(self.path, JOURNAL))
+        self._journal, _ = Journal.open(journal_path)
         self._journal.append({"e": "experiment", "version": 1, "metric": metric, "mode": mode,
                               "num_samples": num_samples, "seed": seed, "max_failures": max_failures,
                               "stop": stop if isinstance(stop, dict) else None, "time": time.time()}, sync=True)
