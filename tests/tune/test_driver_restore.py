@@ -203,3 +203,27 @@ def test_an_experiment_killed_before_its_first_line_starts_anew(tmp_path):
     exp = make(tmp_path, "born")
     exp.close()
     assert [r["e"] for r in Journal.read(os.path.join(exp.path, "journal.jsonl"))] == ["experiment"]
+
+
+def test_journal_syncs_in_the_background_when_asked_and_on_close(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    from ember.tune import journal as journal_module
+    synced = []  # (thread name, bytes in the file when the sync ran)
+    path = str(tmp_path / "journal.jsonl")
+    monkeypatch.setattr(journal_module, "_fsync",
+                        lambda fd: synced.append((threading.current_thread().name, os.fstat(fd).st_size)))
+    journal, _ = Journal.open(path)
+    journal.append({"e": "a"})
+    assert synced == [] and journal._syncer is None  # no sync asked: none done, no thread
+    journal.append({"e": "tell"}, sync=True)
+    deadline = time.monotonic() + 10
+    while not synced:
+        assert time.monotonic() < deadline, "the background sync did not run"
+        time.sleep(0.001)
+    assert synced[0] == ("ember-tune-journal-sync", os.path.getsize(path))
+    journal.append({"e": "b"})
+    journal.close()
+    assert synced[-1] == ("MainThread", os.path.getsize(path)) and not journal._syncer.is_alive()
+    journal.close()  # twice is harmless

@@ -110,6 +110,7 @@ class Experiment:
         self._searcher_finished = False
         self._journal = None
         self.closed = False
+        self._ended = False  # a trial ended since the journal was last forced to disk
         self._checkpoints: dict = {}  # trial_id -> CheckpointManager, when only the best k are kept
 
     # ---------------------------------------------------------------- the public API
@@ -308,33 +309,38 @@ class Experiment:
         return trial
 
     def _report(self, trial: Trial, result: dict, checkpoint: str | None) -> Decision:
+        # first what may raise (a scheduler refusing the result, a stop callable), then the journal line,
+        # then what changes files (checkpoints deleted): a kill in between loses nothing the journal names
         iteration = result["training_iteration"]
-        trial.run_iteration = iteration
-        _store_result(trial.results, result)
         if iteration > trial.fed_iteration:  # not a result the searcher and scheduler saw before a restart
-            trial.fed_iteration = iteration
             self.searcher.on_result(trial.trial_id, result)
             decision = Decision(self.scheduler.on_result(trial.trial_id, result))
+            trial.fed_iteration = iteration
         else:
             decision = Decision.CONTINUE
         if self._stop_reached(trial.trial_id, result):
             decision = Decision.STOP
+        trial.run_iteration = iteration
+        _store_result(trial.results, result)
+        record = {"e": "report", "t": trial.trial_id, "m": result}
+        if checkpoint is not None and self._journal is not None:  # relative: the folder may move
+            record["c"] = os.path.relpath(checkpoint, self.path)
+        self._log(record, sync=decision is not Decision.CONTINUE)
         if checkpoint is not None:
             trial.checkpoint, trial.checkpoint_iteration = checkpoint, iteration
             if self.checkpoint_config is not None and self.checkpoint_config.num_to_keep is not None:
                 self._checkpoint_manager(trial).register(checkpoint, result)
         if decision is Decision.STOP:
             self._end(trial, "TERMINATED")
+            self._ended = False  # its line is on disk already
         elif decision is Decision.PAUSE:
             self._pause(trial)
         self._drain()
-        record = {"e": "report", "t": trial.trial_id, "m": result}
-        if checkpoint is not None and self._journal is not None:  # relative: the folder may move
-            record["c"] = os.path.relpath(checkpoint, self.path)
-        self._log(record, sync=decision is not Decision.CONTINUE)
+        self._sync_if_ended()
         return decision
 
     def _tell(self, trial: Trial, error: str | None) -> None:
+        self._log({"e": "tell", "t": trial.trial_id, "err": error}, sync=True)
         if error is None:
             self._end(trial, "TERMINATED")
         else:
@@ -346,8 +352,15 @@ class Experiment:
                 self._queue.append(trial.trial_id)
             else:
                 self._end(trial, "ERROR")
+        self._ended = False  # its line is on disk already
         self._drain()
-        self._log({"e": "tell", "t": trial.trial_id, "err": error}, sync=True)
+        self._sync_if_ended()
+
+    def _sync_if_ended(self) -> None:
+        """Force the journal to disk if a trial ended since the last time (decided about by the scheduler)."""
+        if self._ended and self._journal is not None:
+            self._journal.request_sync()
+        self._ended = False
 
     def _restart_interrupted(self) -> None:
         """After a restore: trials that were running when the experiment was killed start again."""
@@ -383,6 +396,7 @@ class Experiment:
         self._running.discard(trial.trial_id)
         self._paused.pop(trial.trial_id, None)
         trial.status = status
+        self._ended = True
         error = status == "ERROR"
         self.searcher.on_complete(trial.trial_id, trial.last_result, error=error)
         self.scheduler.on_complete(trial.trial_id, trial.last_result, error=error)
