@@ -2,6 +2,7 @@
 import os
 import sys
 import types
+import warnings
 
 import pytest
 
@@ -138,3 +139,14 @@ def test_asking_for_a_gpu_without_any_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)
     with pytest.raises(ValueError, match="0 found .*GPUtil"):
         LocalExecutor(max_concurrent=1).has_free_slot({"cpu": 1, "gpu": 1})
+
+
+def test_waiting_for_gpus_others_use_warns_once(fake_gputil):
+    fake_gputil.gpus = [FakeGPU(0, 15000), FakeGPU(1, 12000)]
+    ex = LocalExecutor(max_concurrent=2)
+    with pytest.warns(RuntimeWarning, match="GPU 0: 94%, GPU 1: 75%.*gpu_max_memory"):
+        assert not ex.has_free_slot({"cpu": 1, "gpu": 1})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not ex.has_free_slot({"cpu": 1, "gpu": 1})
+    assert LocalExecutor(max_concurrent=2, gpu_max_memory=0.8).has_free_slot({"cpu": 1, "gpu": 1})

@@ -116,6 +116,21 @@ def test_pause_then_resume_from_the_checkpoint(executor, tmp_path):
     assert results[0]["pid"] != first[0].metrics["pid"]  # a new process
 
 
+def where(config):
+    tune.report({"cwd": os.getcwd(), "env": os.environ.get("EMBER_TUNE_TEST_VAR"), "dir": os.path.abspath(".")})
+
+
+def test_trials_see_the_drivers_cwd_and_environment_at_their_start(executor, tmp_path, monkeypatch):
+    start_trial(executor, where, tmp_path, trial_id="first")  # the forkserver is running from here on
+    drive(executor)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EMBER_TUNE_TEST_VAR", "42")
+    executor.start(TrialRun("second", {}, trial_dir="relative"))
+    (result, complete) = drive(executor)
+    assert result.metrics["cwd"] == str(tmp_path) and result.metrics["env"] == "42"
+    assert complete.kind == "complete" and os.path.isdir(tmp_path / "relative")
+
+
 def test_respond_only_to_a_waiting_trial(executor, tmp_path):
     with pytest.raises(ValueError, match="not waiting"):
         executor.respond("nope", Decision.CONTINUE)
@@ -254,3 +269,10 @@ def test_shutdown_leaves_no_process_behind(tmp_path):
     assert ex.running == [] and not ex.has_free_slot({"cpu": 1})
     with pytest.raises(RuntimeError, match="shut down"):
         ex.start(TrialRun("c", {"dir": str(tmp_path)}, trial_dir=str(tmp_path / "c")))
+
+
+def test_registered_as_the_local_executor():
+    from ember.tune import registry
+    assert registry.get("executor", "local") is LocalExecutor
+    assert isinstance(registry.resolve("executor", None, max_concurrent=3), LocalExecutor)
+    assert tune.LocalExecutor is LocalExecutor

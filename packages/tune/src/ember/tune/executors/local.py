@@ -39,6 +39,7 @@ ValueError: a trial asking for 8 CPUs can never run: this executor has 4 (LocalE
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import faulthandler
 import math
 import multiprocessing
@@ -49,6 +50,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 import weakref
 from multiprocessing.connection import wait
 
@@ -102,9 +104,14 @@ def _watch_driver(lifeline, parent_pid: int) -> None:
             os._exit(70)
 
 
-def _trial_main(payload, run, conn, lifeline, env) -> None:
-    """Body of a trial process: run the trainable, send each result and the way it ended over ``conn``."""
+def _trial_main(payload, run, conn, lifeline, cwd, env) -> None:
+    """Body of a trial process: run the trainable, send each result and the way it ended over ``conn``.
+
+    ``cwd`` and ``env`` are the driver's when it started the trial (a forkserver's children would otherwise
+    have the server's, from when it started), plus the trial's GPUs."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.chdir(cwd)
+    os.environ.clear()
     os.environ.update(env)
     threading.Thread(target=_watch_driver, args=(lifeline, os.getppid()), daemon=True,
                      name="ember-tune-driver-watch").start()
@@ -178,6 +185,7 @@ class LocalExecutor(Executor):
         self._trials: dict = {}
         self._payload = None
         self._closed = False
+        self._warned_gpus = False
 
     # -- setup and resources ------------------------------------------------------------------------------
     def setup(self, trainable, experiment_dir: str) -> None:
@@ -234,7 +242,15 @@ class LocalExecutor(Executor):
             return False
         if sum(t.cpu for t in self._trials.values()) + cpu > self.num_cpus + 1e-9:
             return False
-        return gpu == 0 or self.gpu_picker.pick(gpu, exclude=self._held_gpus()) is not None
+        if gpu == 0 or self.gpu_picker.pick(gpu, exclude=self._held_gpus()) is not None:
+            return True
+        if not self._trials and not self._warned_gpus:  # nothing of ours holds them: someone else's jobs do
+            self._warned_gpus = True
+            used = ", ".join(f"GPU {g.index}: {g.memory_fraction:.0%}" for g in self.gpu_picker.status())
+            warnings.warn(f"a trial asking for {gpu} GPU(s) waits: no trial of this executor runs, but too few GPUs "
+                          f"have at most {self.gpu_picker.max_memory:.0%} of their memory in use ({used}); "
+                          "LocalExecutor(gpu_max_memory=...) sets that limit", RuntimeWarning, stacklevel=2)
+        return False
 
     @property
     def running(self) -> list:
@@ -261,11 +277,14 @@ class LocalExecutor(Executor):
             except Exception as exc:
                 raise TypeError(f"trial {run.trial_id} cannot be sent to its process ({exc}): its config must be "
                                 "picklable (plain values, arrays, tensors, module-level functions)") from None
+        run = dataclasses.replace(run, trial_dir=os.path.abspath(run.trial_dir),
+                                  checkpoint=None if run.checkpoint is None else os.path.abspath(run.checkpoint))
         os.makedirs(run.trial_dir, exist_ok=True)
+        env = {**os.environ, **_gpus.visible_devices_env(gpus)}
         conn, child_conn = self._ctx.Pipe()
         lifeline_r, lifeline_w = self._ctx.Pipe(duplex=False)
         process = self._ctx.Process(target=_trial_main, name=f"ember-tune-trial-{run.trial_id}",
-                                    args=(self._payload, run, child_conn, lifeline_r, _gpus.visible_devices_env(gpus)))
+                                    args=(self._payload, run, child_conn, lifeline_r, os.getcwd(), env))
         try:
             process.start()
         except BaseException:
