@@ -30,11 +30,11 @@ def _pyplot():
 
 
 def _resolve(results, metric, mode=None, need_mode=False):
-    metric = metric or getattr(results, "metric", None) or getattr(results, "_metric", None)
+    metric = metric or getattr(results, "metric", None)
     if metric is None:
         raise ValueError("no metric given and the results have no default metric; pass metric='<name>'")
     if need_mode:
-        mode = mode or getattr(results, "mode", None) or getattr(results, "_mode", None)
+        mode = mode or getattr(results, "mode", None)
         if mode not in ("min", "max"):
             raise ValueError(f"mode must be 'min' or 'max' (or set on the results), got {mode!r}")
     return metric, mode
@@ -66,7 +66,7 @@ def plot_learning_curves(results, metric: str | None = None, ax=None):
                   if (v := _value(r, metric)) is not None]
         if not points:
             continue
-        trial_id = result.metrics_history[0].get("trial_id", str(index))
+        trial_id = getattr(result, "trial_id", None) or result.metrics_history[0].get("trial_id", str(index))
         ax.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=f"trial {trial_id}")
     ax.set_xlabel("training_iteration")
     ax.set_ylabel(metric)
