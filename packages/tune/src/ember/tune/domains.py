@@ -167,6 +167,13 @@ class Float(Domain):
         n = self._kmax - self._kmin + 1
         return n if n <= _MAX_SIZE else None
 
+    def values(self) -> list:
+        """Every value of a quantized domain, in increasing order (for grids; use only when :attr:`size` is
+        small). A continuous domain has no such list: ValueError."""
+        if self.q is None:
+            raise ValueError(f"{self!r} is continuous: it has no finite list of values")
+        return list(dict.fromkeys(self._quantize(k * self.q) for k in range(self._kmin, self._kmax + 1)))
+
     def to_json(self):
         data = {"domain": self._name, "low": self.low, "high": self.high}
         if self._name in ("loguniform", "qloguniform"):
@@ -247,6 +254,11 @@ class Integer(Domain):
     @property
     def size(self):
         return self.n if self.n <= _MAX_SIZE else None
+
+    @property
+    def values_range(self) -> tuple:
+        """The smallest and the largest value."""
+        return self._kmin * self.q, self._kmax * self.q
 
     def values(self) -> list:
         """Every value, in increasing order (for grids; use only when :attr:`size` is small)."""
