@@ -66,7 +66,7 @@ def make_ember(method: str, max_t: int):
         "hyperband": lambda: tune.HyperBandScheduler(max_t=max_t, reduction_factor=ETA),
         "asha": lambda: tune.ASHAScheduler(max_t=max_t, grace_period=1, reduction_factor=ETA),
     }
-    searcher = {"tpe": tune.TPESearcher, "bohb": tune.BOHBSearcher}.get(method, tune.RandomSearcher)()
+    searcher = getattr(tune, {"tpe": "TPESearcher", "bohb": "BOHBSearcher"}.get(method, "RandomSearcher"))()
     scheduler = schedulers["hyperband" if method == "bohb" else method]() if method in (
         "hyperband", "asha", "bohb") else tune.FIFOScheduler()
     return searcher, scheduler, method in ("hyperband", "asha", "bohb")
