@@ -16,9 +16,9 @@ import dataclasses
 import os
 
 
-def _check_mode(owner, mode, allow_none=False):
+def _check_mode(owner, mode, allow_none=False, name="mode"):
     if mode not in ("min", "max") and not (allow_none and mode is None):
-        raise ValueError(f"{owner}: mode must be 'min' or 'max', got {mode!r}")
+        raise ValueError(f"{owner}: {name} must be 'min' or 'max', got {mode!r}")
 
 
 def _check_count(owner, name, value, minimum, allow_none=True, allow_minus_one=False):
@@ -73,7 +73,7 @@ class CheckpointConfig:
 
     def __post_init__(self):
         _check_count("CheckpointConfig", "num_to_keep", self.num_to_keep, 1)
-        _check_mode("CheckpointConfig", self.checkpoint_score_order)
+        _check_mode("CheckpointConfig", self.checkpoint_score_order, name="checkpoint_score_order")
 
 
 @dataclasses.dataclass

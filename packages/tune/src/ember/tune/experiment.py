@@ -95,8 +95,11 @@ class Experiment:
         self.checkpoint_config = checkpoint_config
         self.searcher = registry.resolve("searcher", search_alg)
         self.scheduler = registry.resolve("scheduler", scheduler)
-        self._limit = float("inf") if num_samples == -1 else num_samples * self.space.grid_size()
         self.searcher.setup(self.space, metric, mode, seed=seed, num_samples=None if num_samples == -1 else num_samples)
+        # trials to create at most: a searcher that knows its own count (``total``, e.g. an exhaustive grid)
+        # decides alone; for the others, num_samples per grid_search point, as in Ray Tune
+        own_count = isinstance(getattr(self.searcher, "total", None), int)
+        self._limit = float("inf") if num_samples == -1 or own_count else num_samples * self.space.grid_size()
         self.scheduler.setup(metric, mode, "training_iteration")
         self._trials: dict = {}
         self._running: set = set()
@@ -309,8 +312,8 @@ class Experiment:
             self._pause(trial)
         self._drain()
         record = {"e": "report", "t": trial.trial_id, "m": result}
-        if checkpoint is not None:
-            record["c"] = checkpoint
+        if checkpoint is not None and self._journal is not None:  # relative: the folder may move
+            record["c"] = os.path.relpath(checkpoint, self.path)
         self._log(record, sync=decision is not Decision.CONTINUE)
         return decision
 
@@ -348,7 +351,9 @@ class Experiment:
                     f"(config {record.get('c')!r}); restore needs components built as in the original run "
                     "(same classes and arguments, deterministic given the seed)")
         elif kind == "report":
-            self._report(self._trials[record["t"]], record["m"], record.get("c"))
+            checkpoint = record.get("c")
+            self._report(self._trials[record["t"]], record["m"],
+                         None if checkpoint is None else os.path.join(self.path, checkpoint))
         elif kind == "tell":
             self._tell(self._trials[record["t"]], record["err"])
         elif kind == "restore":
