@@ -81,6 +81,16 @@ def counting_ones(bits, probs, n_samples=None, rng=None):
     return -(bits.sum() + means.sum())
 
 
+def _irwin_hall_sf(n: int, y: float) -> float:
+    """P(U_1 + ... + U_n >= y) for independent uniforms on [0, 1] (by symmetry, the CDF at n - y)."""
+    x = n - y
+    if x <= 0:
+        return 0.0
+    if x >= n:
+        return 1.0
+    return sum((-1) ** k * math.comb(n, k) * (x - k) ** n for k in range(int(math.floor(x)) + 1)) / math.factorial(n)
+
+
 @dataclass(frozen=True)
 class Param:
     """One parameter of a problem: ``kind`` "float" (uniform on [low, high]) or "binary" (choice of 0, 1)."""
@@ -140,6 +150,26 @@ class CountingOnes(Problem):
 
     def evaluate(self, config, t, rng):
         return counting_ones(*self._split(config), self.samples_per_iteration * t, rng) / (self.n_cat + self.n_cont)
+
+    def random_hit_probability(self, target: float) -> float:
+        """P(regret <= target) for one configuration drawn uniformly at random (exact).
+
+        The binary sum is Binomial(n_cat, 1/2), the continuous sum Irwin-Hall(n_cont); regret <= target
+        means continuous sum >= d (1 - target) - binary sum, with d = n_cat + n_cont.
+        """
+        d = self.n_cat + self.n_cont
+        return sum(math.comb(self.n_cat, k) / 2 ** self.n_cat * _irwin_hall_sf(self.n_cont, d * (1 - target) - k)
+                   for k in range(self.n_cat + 1))
+
+    def random_budget_quantiles(self, target: float, quantiles=(0.25, 0.5, 0.75)) -> list:
+        """Full-fidelity evaluations random search needs to reach ``target`` (its first success is geometric
+        with :meth:`random_hit_probability`): the smallest n with P(reached within n) >= q, per quantile q."""
+        p = self.random_hit_probability(target)
+        if p >= 1:
+            return [1 for _ in quantiles]
+        if p <= 0:
+            return [math.inf for _ in quantiles]
+        return [max(1, math.ceil(math.log1p(-q) / math.log1p(-p))) for q in quantiles]
 
     def true_value(self, config):
         return counting_ones(*self._split(config)) / (self.n_cat + self.n_cont)

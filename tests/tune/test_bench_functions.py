@@ -100,3 +100,20 @@ def test_param_spaces_match_the_problem_parameters():
         for p in problem.params:
             domain = space[p.name]
             assert isinstance(domain, tune.Domain)
+
+
+def test_random_search_hit_probability_is_exact():
+    ones = mf.CountingOnes()
+    assert ones.random_hit_probability(0.5) == pytest.approx(0.5)  # symmetric around half the dimension
+    assert ones.random_hit_probability(1.0) == pytest.approx(1.0) and ones.random_hit_probability(0.0) == 0.0
+    rng = np.random.default_rng(0)
+    n = 400_000
+    regret = (16 - rng.integers(0, 2, (n, 8)).sum(1) - rng.random((n, 8)).sum(1)) / 16
+    for target in (0.25, 0.3):
+        p = ones.random_hit_probability(target)
+        assert (regret <= target).mean() == pytest.approx(p, rel=5 * math.sqrt((1 - p) / (p * n)))
+    # geometric quantiles: the median n has P(success within n) >= 1/2 and n - 1 does not
+    p = ones.random_hit_probability(0.2)
+    q25, median, q75 = ones.random_budget_quantiles(0.2)
+    assert q25 < median < q75
+    assert 1 - (1 - p) ** median >= 0.5 > 1 - (1 - p) ** (median - 1)
