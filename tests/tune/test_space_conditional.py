@@ -96,6 +96,14 @@ def test_from_vector_ignores_inactive_entries():
     assert space.active(vec).tolist() == [True, True, True, True, False, False, False, True]
 
 
+def test_out_of_range_category_entries_are_clipped_alike_by_from_vector_and_active():
+    space = optim_space()
+    vec = np.array([0.5, 7.0, np.nan, np.nan, 0.5, -3.0, 0.5, 0.5])  # optim -> adam, schedule -> cosine
+    config = space.from_vector(vec)
+    assert config["optim"]["name"] == "adam" and config["optim"]["schedule"]["kind"] == "cosine"
+    assert space.active(vec).tolist() == [True, True, False, False, True, True, True, True]
+
+
 def test_nan_in_an_active_entry_is_a_clear_error():
     space = optim_space()
     vec = space.to_vector(space.sample(seed=0))

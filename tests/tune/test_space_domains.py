@@ -158,6 +158,7 @@ def test_bad_bounds_are_clear_errors(make, message):
 @pytest.mark.parametrize("make, message", [
     (lambda: tune.choice("abc"), "expected a list of values"),
     (lambda: tune.choice(3), "expected a list of values"),
+    (lambda: tune.choice({"a", "b"}), "a set has no fixed order"),
     (lambda: tune.sample_from(3), "expected a function"),
 ])
 def test_bad_types_are_clear_errors(make, message):

@@ -21,7 +21,8 @@ def test_sample_with_seed_or_rng_repeats():
 
 
 def test_constants_pass_through_unchanged():
-    param_space = {"a": 1, "b": "text", "c": [1, "x", None], "d": {"e": {"f": 2.5}}, "t": (1, 2), "x": tune.uniform(0, 1)}
+    param_space = {"a": 1, "b": "text", "c": [1, "x", None], "d": {"e": {"f": 2.5}}, "t": (1, 2),
+                   "x": tune.uniform(0, 1)}
     config = tune.SearchSpace(param_space).sample(seed=0)
     assert {k: v for k, v in config.items() if k != "x"} == {k: v for k, v in param_space.items() if k != "x"}
     assert type(config["t"]) is tuple and 0 <= config["x"] <= 1
@@ -81,6 +82,15 @@ def test_json_round_trip_keeps_every_domain():
     assert [(p.name, p.domain) for p in again.params] == [(p.name, p.domain) for p in space.params]
     for seed in range(5):
         assert again.sample(seed=seed) == space.sample(seed=seed)
+
+
+def test_json_turns_numpy_scalars_into_numbers():
+    space = tune.SearchSpace({"x": tune.uniform(np.float64(0.5), np.int64(3)), "k": tune.randint(np.int64(1), 9),
+                              "c": tune.choice([np.int64(4), np.float32(0.5)])})
+    again = tune.SearchSpace.from_json(json.dumps(space.to_json()))
+    assert again.to_json() == {"param_space": {"x": {"__domain__": "uniform", "low": 0.5, "high": 3},
+                                               "k": {"__domain__": "randint", "low": 1, "high": 9},
+                                               "c": {"__domain__": "choice", "categories": [4, 0.5]}}}
 
 
 def test_json_refuses_what_it_cannot_hold():

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -107,8 +108,8 @@ class Float(Domain):
 
     kind = "float"
 
-    def __init__(self, low, high, *, log=False, base=10, q=None, _name="uniform"):
-        self._name = _name
+    def __init__(self, low, high, *, log=False, base=10, q=None, _name=None):
+        self._name = _name or ("q" if q is not None else "") + ("loguniform" if log else "uniform")
         self.low, self.high = _real("low", low, _name), _real("high", high, _name)
         if not low < high:
             raise ValueError(f"{_name}: low must be below high, got low={low!r}, high={high!r}")
@@ -198,14 +199,19 @@ class Integer(Domain):
 
     kind = "int"
 
-    def __init__(self, low, high, *, log=False, base=10, q=1, _name="randint", _args=None):
-        self._name, self._args = _name, _args if _args is not None else {"low": low, "high": high}
+    def __init__(self, low, high, *, log=False, base=10, q=1, _name=None, _args=None):
+        _name = _name or ("lograndint" if log else "qrandint")
         for name, v in (("low", low), ("high", high), ("q", q)):
             if isinstance(v, bool) or not isinstance(v, numbers.Integral):
                 raise ValueError(f"{_name}: {name} must be an integer, got {v!r}")
+        if _args is None:  # the arguments of the public constructor that makes this domain
+            _args = {"low": low, "high": high + 1, "base": base} if log else {"low": low, "high": high, "q": q}
+        self._name, self._args = _name, _args
         self.low, self.high, self.q, self.log, self.base = int(low), int(high), int(q), bool(log), base
         if self.q <= 0:
             raise ValueError(f"{_name}: q must be positive, got {q!r}")
+        if self.log and self.q != 1:
+            raise ValueError(f"{_name}: a log-scale integer domain takes no q, got q={q!r}")
         if self.low > self.high:
             raise ValueError(f"{_name}: the range is empty ({_args_text(self._args)})")
         self._kmin, self._kmax = -(-self.low // self.q), self.high // self.q
@@ -290,9 +296,9 @@ class Categorical(Domain):
     _name = "choice"
 
     def __init__(self, categories):
-        if isinstance(categories, (str, bytes, dict)) or not hasattr(categories, "__iter__"):
-            raise TypeError(f"{self._name}: expected a list of values, got {type(categories).__name__} "
-                            f"{categories!r}")
+        if isinstance(categories, (str, bytes, Mapping, set, frozenset)) or not hasattr(categories, "__iter__"):
+            raise TypeError(f"{self._name}: expected a list of values (a set has no fixed order), got "
+                            f"{type(categories).__name__} {categories!r}")
         self.categories = list(categories)
         if not self.categories:
             raise ValueError(f"{self._name}: needs at least one value, got an empty list")

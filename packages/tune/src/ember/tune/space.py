@@ -101,6 +101,7 @@ class SearchSpace:
                             f"got {type(param_space).__name__}")
         self.param_space = param_space
         self.params: list[Param] = []
+        self._choices = {}  # param index -> its ("choice", ...) node
         self._tree = self._compile(param_space, (), (), None, None, False)
         self._by_name = {p.name: p for p in self.params}
         self._grid = [p for p in self.params if p.kind == "grid"]
@@ -116,14 +117,16 @@ class SearchSpace:
             if value.kind == "grid" and parent is not None:
                 raise ValueError(f"grid_search at {label!r} lies inside a choice category: grid_search parameters "
                                  f"must be unconditional")
-            if value.kind in ("grid", "categorical") and isinstance(value, Grid) and _has_domain(value.categories):
+            if isinstance(value, Grid) and _has_domain(value.categories):
                 raise ValueError(f"grid_search at {label!r}: its values must be plain values, not domains")
             if value.kind == "function" and in_tuple:
                 raise ValueError(f"sample_from at {label!r} lies inside a tuple; use a list there")
             self.params.append(Param(label, path, value, parent, branch, index))
             if value.kind == "categorical":
-                return ("choice", index, [self._compile(c, path, name + (i,), index, i, in_tuple)
+                node = ("choice", index, [self._compile(c, path, name + (i,), index, i, in_tuple)
                                           for i, c in enumerate(value.categories)])
+                self._choices[index] = node
+                return node
             return ("param", index)
         if isinstance(value, Mapping):
             return ("dict", [(k, self._compile(v, path + (k,), name + (k,), parent, branch, in_tuple))
@@ -229,27 +232,12 @@ class SearchSpace:
         except ValueError:
             pass
         if p.kind == "categorical":
-            branches = self._node_of(p)[2]
+            branches = self._choices[p.index][2]
             for strict in (True, False):
                 for i, node in enumerate(branches):
                     if self._matches(node, value, strict):
                         return i
         raise ValueError(f"{value!r} for parameter {p.name!r} matches none of its categories {categories!r}")
-
-    def _node_of(self, p):
-        found = []
-
-        def walk(node):
-            if node[0] == "choice" and node[1] == p.index:
-                found.append(node)
-            elif node[0] == "choice":
-                for child in node[2]:
-                    walk(child)
-            elif node[0] in ("dict", "list"):
-                for child in node[1]:
-                    walk(child[1] if node[0] == "dict" else child)
-        walk(self._tree)
-        return found[0]
 
     def _matches(self, node, value, strict) -> bool:
         """Whether ``value`` has the shape and constants of the category ``node``, with values in the domains."""
@@ -325,23 +313,27 @@ class SearchSpace:
         vec = self._check_vector(vec)
 
         def pick(i):
-            p = self.params[i]
-            u = vec[i]
-            if math.isnan(u):
-                raise ValueError(f"vector entry {i} ({p.name!r}) is nan, but the parameter is active")
-            if p.kind in ("categorical", "grid"):
-                return min(max(int(round(u)), 0), len(p.domain.categories) - 1)
-            return p.domain.from_unit(u)
+            if math.isnan(vec[i]):
+                raise ValueError(f"vector entry {i} ({self.params[i].name!r}) is nan, but the parameter is active")
+            return self._from_entry(self.params[i], vec[i])
 
         values = [None] * len(self.params)
         config = self._build(self._tree, pick, values)
         self._apply_functions(config, values)
         return config
 
+    @staticmethod
+    def _from_entry(p, u):
+        """Parameter ``p``'s raw value for vector entry ``u``: a rounded, clipped index or ``from_unit(u)``."""
+        if p.kind in ("categorical", "grid"):
+            return min(max(int(round(u)), 0), len(p.domain.categories) - 1)
+        return p.domain.from_unit(u)
+
     def active(self, vec) -> np.ndarray:
         """Boolean mask of the parameters active under the choices made in ``vec`` (False for sample_from)."""
         vec = self._check_vector(vec)
-        values = [None if math.isnan(u) else int(round(u)) for u in vec]
+        values = [None if math.isnan(u) or p.kind != "categorical" else self._from_entry(p, u)
+                  for p, u in zip(self.params, vec)]
         return np.array([p.kind != "function" and self._is_active(p, values) for p in self.params], dtype=bool)
 
     # ----------------------------------------------------------------------------------------------------------
@@ -397,8 +389,7 @@ def _encode(value, where):
     if isinstance(value, Domain):
         data = value.to_json()
         name = data.pop("domain")
-        return {_TAG: name, **{k: (_encode(v, where) if k in ("categories", "values") else v)
-                               for k, v in data.items()}}
+        return {_TAG: name, **{k: _encode(v, where) for k, v in data.items()}}
     if isinstance(value, Mapping):
         out = {}
         for k, v in value.items():
