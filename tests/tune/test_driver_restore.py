@@ -38,9 +38,9 @@ def drive(exp, iterations=9, fail_once=(("00000", 3), ("00002", 1))):
     return exp
 
 
-def make(path, name, scheduler=None):
-    return tune.Experiment(SPACE, "loss", "min", scheduler=scheduler, num_samples=8, seed=5, storage_path=str(path),
-                           name=name, max_failures=1)
+def make(path, name, scheduler=None, searcher=None, num_samples=8):
+    return tune.Experiment(SPACE, "loss", "min", search_alg=searcher, scheduler=scheduler, num_samples=num_samples,
+                           seed=5, storage_path=str(path), name=name, max_failures=1)
 
 
 def summary(exp):
@@ -53,18 +53,25 @@ def lines_of(path):
         return f.read().splitlines(keepends=True)
 
 
-SCHEDULERS = {"fifo": lambda: None, "asha": lambda: tune.ASHAScheduler(max_t=9, grace_period=1, reduction_factor=3),
-              "hyperband": lambda: tune.HyperBandScheduler(max_t=9, reduction_factor=3)}
+#: (searcher, scheduler, trials, every how many journal lines a kill is tried)
+COMPONENTS = {
+    "random+fifo": (lambda: None, lambda: None, 8, 3),
+    "random+asha": (lambda: None, lambda: tune.ASHAScheduler(max_t=9, grace_period=1, reduction_factor=3), 8, 3),
+    "random+hyperband": (lambda: None, lambda: tune.HyperBandScheduler(max_t=9, reduction_factor=3), 8, 3),
+    # BOHB's model starts after 4 observations at a budget: 20 trials exercise it, fewer kills keep it quick
+    "bohb+hyperband": (lambda: tune.BOHBSearcher(), lambda: tune.HyperBandScheduler(max_t=9, reduction_factor=3),
+                       20, 5),
+}
 
 
-@pytest.mark.parametrize("scheduler", sorted(SCHEDULERS))
-def test_kill_at_every_line_then_restore_gives_the_unkilled_run(tmp_path, scheduler):
-    sched = SCHEDULERS[scheduler]
-    full = drive(make(tmp_path, "full", sched()))
+@pytest.mark.parametrize("components", sorted(COMPONENTS))
+def test_kill_at_every_line_then_restore_gives_the_unkilled_run(tmp_path, components):
+    searcher, scheduler, num_samples, every = COMPONENTS[components]
+    full = drive(make(tmp_path, "full", scheduler(), searcher(), num_samples))
     expected = summary(full)
     assert [t.num_failures for t in full.trials[:3]] == [1, 0, 1]
     lines = lines_of(full.path)
-    for n in sorted({*range(1, len(lines), 3), len(lines) - 1}):
+    for n in sorted({*range(1, len(lines), every), len(lines) - 1}):
         killed = os.path.join(tmp_path, f"killed{n}")
         os.makedirs(killed)
         shutil.copy(os.path.join(full.path, "experiment.pkl"), killed)
