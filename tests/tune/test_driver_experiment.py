@@ -258,10 +258,29 @@ def test_reported_values_are_stored_as_the_journal_reads_them_back(tmp_path):
     restored.close()
 
 
-def test_checkpoint_dict_needs_storage():
+def test_checkpoint_forms(tmp_path):
     exp = tune.Experiment(SPACE, "loss", "min", num_samples=1, seed=0)
+    trial = exp.ask()
     with pytest.raises(ValueError, match="checkpoint dict needs a folder"):
-        exp.report(exp.ask(), {"loss": 1.0}, checkpoint={"w": 1.0})
+        exp.report(trial, {"loss": 1.0}, checkpoint={"w": 1.0})
+    exp.report(trial, {"loss": 1.0}, checkpoint="/somewhere/mine.safetensors")  # without storage: as given
+    assert trial.checkpoint == "/somewhere/mine.safetensors" and trial.checkpoint_iteration == 1  # refused: no report
+
+    exp = tune.Experiment(SPACE, "loss", "min", num_samples=1, seed=0, storage_path=str(tmp_path), name="forms")
+    trial = exp.ask()
+    mine = tune.Checkpoint(os.path.join(trial.trial_dir, "checkpoint_000001.safetensors"))
+    exp.report(trial, {"loss": 1.0}, checkpoint={"w": 1.0})  # a dict: saved in the trial's folder
+    own = str(tmp_path / "own.safetensors")
+    import ember
+    ember.save({"w": 2.0}, own)
+    exp.report(trial, {"loss": 1.0}, checkpoint=own)  # a file of the user's: copied in
+    exp.report(trial, {"loss": 1.0}, checkpoint=tune.Checkpoint.from_dict({"w": 3.0}))
+    assert mine.to_dict() == {"w": 1.0}
+    assert [tune.Checkpoint(os.path.join(trial.trial_dir, f"checkpoint_00000{i}.safetensors")).to_dict()["w"]
+            for i in (1, 2, 3)] == [1.0, 2.0, 3.0]
+    assert os.path.exists(own) and trial.checkpoint.endswith("checkpoint_000003.safetensors")
+    with pytest.raises(TypeError, match="checkpoint must be a dict of tensors and plain values, a tune.Checkpoint"):
+        exp.report(trial, {"loss": 1.0}, checkpoint=3)
 
 
 def test_journal_is_written_and_an_existing_experiment_is_not_overwritten(tmp_path):

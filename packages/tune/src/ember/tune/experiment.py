@@ -140,8 +140,9 @@ class Experiment:
 
         Values are stored as the journal holds them (NumPy scalars and 0-d tensors become numbers, tuples
         lists). ``training_iteration`` (the run's count of reports), ``trial_id``, ``timestamp`` and ``time_total_s``
-        are filled in when missing. ``checkpoint``: a path, a :class:`ember.tune.Checkpoint`, or a dict of
-        tensors and plain values (saved with ``ember.save`` in the trial's folder). After STOP or PAUSE the
+        are filled in when missing. ``checkpoint``: a dict of tensors and plain values (saved with
+        ``ember.save`` in the trial's folder), a :class:`ember.tune.Checkpoint`, or a path (with storage,
+        copied into the trial's folder). After STOP or PAUSE the
         trial is no longer running: end its run (a later :meth:`tell` is ignored). A report about a trial
         that is not running is ignored and answered with STOP.
         """
@@ -328,7 +329,8 @@ class Experiment:
         self._log(record, sync=decision is not Decision.CONTINUE)
         if checkpoint is not None:
             trial.checkpoint, trial.checkpoint_iteration = checkpoint, iteration
-            if self.checkpoint_config is not None and self.checkpoint_config.num_to_keep is not None:
+            if trial.trial_dir is not None and self.checkpoint_config is not None \
+                    and self.checkpoint_config.num_to_keep is not None:
                 self._checkpoint_manager(trial).register(checkpoint, result)
         if decision is Decision.STOP:
             self._end(trial, "TERMINATED")
@@ -456,19 +458,23 @@ class Experiment:
         return bool(self.stop(trial_id, result))
 
     def _checkpoint_path(self, trial: Trial, checkpoint, iteration: int) -> str | None:
-        if checkpoint is None or isinstance(checkpoint, str):
-            return checkpoint
-        if isinstance(checkpoint, os.PathLike):
-            return os.fspath(checkpoint)
-        if isinstance(checkpoint, dict):
-            if trial.trial_dir is None:
-                raise ValueError("report: a checkpoint dict needs a folder to be saved in; create the "
-                                 "Experiment with storage_path, or pass the path of a checkpoint you saved")
-            from .checkpoint import write_checkpoint
-            return write_checkpoint(checkpoint, trial.trial_dir, iteration).path
-        if isinstance(getattr(checkpoint, "path", None), str):
-            return checkpoint.path
-        raise TypeError(f"report: checkpoint must be a path, a tune.Checkpoint or a dict, got {type(checkpoint).__name__}")
+        """The path the journal records for ``checkpoint``: with storage, the file in the trial's folder
+        (a dict or in-memory Checkpoint is saved there, another file copied in, so keeping the best k never
+        deletes a file of the user's); without, the path given."""
+        if checkpoint is None:
+            return None
+        if trial.trial_dir is None:
+            if isinstance(checkpoint, (str, os.PathLike)) and getattr(checkpoint, "_data", None) is None:
+                return os.fspath(checkpoint)
+            raise ValueError("report: a checkpoint dict needs a folder to be saved in; create the Experiment "
+                             "with storage_path, or pass the path of a checkpoint you saved")
+        from .checkpoint import Checkpoint, write_checkpoint
+        if isinstance(checkpoint, (str, os.PathLike)) and not isinstance(checkpoint, Checkpoint):
+            checkpoint = Checkpoint(checkpoint)
+        if not isinstance(checkpoint, (dict, Checkpoint)):
+            raise TypeError("report: checkpoint must be a dict of tensors and plain values, a tune.Checkpoint "
+                            f"or a path, got {type(checkpoint).__name__}")
+        return write_checkpoint(checkpoint, trial.trial_dir, iteration).path
 
 
 def _store_result(results: list, result: dict) -> None:

@@ -43,7 +43,8 @@ def with_resources(trainable, resources: dict):
     """``trainable`` with the resources each trial needs: ``{"cpu": n, "gpu": m}`` (missing keys: 1 CPU,
     0 GPUs). The executor starts a trial only when they are free; GPUs are picked by free memory."""
     if not callable(trainable):
-        raise TypeError(f"with_resources: trainable must be a function trainable(config), got {type(trainable).__name__}")
+        raise TypeError("with_resources: trainable must be a function trainable(config), got "
+                        f"{type(trainable).__name__}")
     if not isinstance(resources, dict) or set(resources) - {"cpu", "gpu"}:
         raise ValueError(f"with_resources: resources must be a dict with keys 'cpu' and/or 'gpu', got {resources!r}")
     for key, value in resources.items():
