@@ -91,7 +91,7 @@ def logsumexp(a: np.ndarray, axis: int, weights: np.ndarray | None = None) -> np
 def aitchison_aitken_logpmf(x: np.ndarray, centre: np.ndarray, lam: np.ndarray, n_choices: int) -> np.ndarray:
     """log of the Aitchison-Aitken kernel: ``1 - lam`` on ``centre``, ``lam / (c - 1)`` elsewhere.
 
-    >>> float(np.exp(aitchison_aitken_logpmf(np.array(0.0), np.array(1.0), np.array(0.3), 4)))
+    >>> round(float(np.exp(aitchison_aitken_logpmf(np.array(0.0), np.array(1.0), np.array(0.3), 4))), 12)
     0.1
     """
     if n_choices <= 1:
@@ -111,6 +111,7 @@ class Layout:
 
     def __init__(self, space, searcher: str):
         self.space = space
+        self.searcher = searcher
         self.domains = [p.domain for p in space.params]
         refused = [p.name for p in space.params if p.domain.kind in ("grid", "function")]
         if refused:
@@ -137,6 +138,20 @@ class Layout:
     def random_vector(self, rng: np.random.Generator) -> np.ndarray:
         """The encoding of a configuration drawn from the space's own distributions."""
         return self.space.to_vector(self.space.sample(rng=rng))
+
+
+def check_setup(searcher: str, num_samples) -> None:
+    """The common argument check of the model searchers' ``setup``."""
+    if num_samples is not None and (isinstance(num_samples, bool) or not isinstance(num_samples, int)
+                                    or num_samples < 1):
+        raise ValueError(f"{searcher}: num_samples must be a positive int or None (no limit), got {num_samples!r}")
+
+
+def check_state(state, name: str, keys) -> None:
+    """A clear error unless ``state`` is what searcher ``name``'s ``state_dict()`` returns."""
+    if not isinstance(state, dict) or state.get("searcher") != name or not set(keys) <= set(state):
+        raise ValueError(f"not a {name} searcher's state: expected a dict from its state_dict() with keys "
+                         f"{sorted({'searcher', *keys})}, got {state!r:.200}")
 
 
 def encode_vector(vector: np.ndarray) -> list:

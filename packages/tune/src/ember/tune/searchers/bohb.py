@@ -36,7 +36,9 @@ import numpy as np
 
 from ember import hookimpl
 
-from ._parzen import Layout, ProductKDE, decode_vector, encode_vector, normal_reference_bandwidths
+from ..space import SearchSpace
+from ._parzen import (Layout, ProductKDE, check_setup, check_state, decode_vector, encode_vector,
+                      normal_reference_bandwidths)
 from .base import FINISHED, Searcher
 
 
@@ -76,8 +78,9 @@ class BOHBSearcher(Searcher):
         self.min_bandwidth = min_bandwidth
 
     def setup(self, space, metric, mode, seed=None, num_samples=None):
-        super().setup(space, metric, mode, seed, num_samples)
-        self.layout = Layout(space, "BOHBSearcher")
+        check_setup("BOHBSearcher", num_samples)
+        super().setup(space if isinstance(space, SearchSpace) else SearchSpace(space), metric, mode, seed, num_samples)
+        self.layout = Layout(self.space, "BOHBSearcher")
         self.n_min = self.min_points_in_model or self.layout.dims + 1
         self._vectors: dict[str, np.ndarray] = {}        # trial_id -> encoding of its configuration
         self._losses: dict[float, dict[str, float]] = {}  # budget -> {trial_id: loss}
@@ -85,7 +88,7 @@ class BOHBSearcher(Searcher):
 
     # -- the interface -------------------------------------------------------------------------------------
     def suggest(self, trial_id):
-        if self.num_samples is not None and 0 <= self.num_samples <= len(self._vectors):
+        if self.num_samples is not None and len(self._vectors) >= self.num_samples:
             return FINISHED
         explore = self.rng.random() < self.random_fraction
         budget = self.model_budget()
@@ -126,6 +129,7 @@ class BOHBSearcher(Searcher):
 
     def state_dict(self):
         return {
+            "searcher": "bohb",
             "rng": self.rng.bit_generator.state,
             "vectors": {tid: encode_vector(v) for tid, v in self._vectors.items()},
             "losses": [[b, {tid: (loss if math.isfinite(loss) else None) for tid, loss in seen.items()}]
@@ -134,6 +138,7 @@ class BOHBSearcher(Searcher):
         }
 
     def load_state_dict(self, state):
+        check_state(state, "bohb", ("rng", "vectors", "losses", "floor"))
         self.rng.bit_generator.state = state["rng"]
         self._vectors = {tid: decode_vector(v) for tid, v in state["vectors"].items()}
         self._losses = {float(b): {tid: (math.inf if loss is None else float(loss)) for tid, loss in seen.items()}

@@ -32,7 +32,8 @@ import numpy as np
 
 from ember import hookimpl
 
-from ._parzen import Layout, UnivariateParzen, decode_vector, encode_vector
+from ..space import SearchSpace
+from ._parzen import Layout, UnivariateParzen, check_setup, check_state, decode_vector, encode_vector
 from .base import FINISHED, Searcher
 
 
@@ -88,14 +89,15 @@ class TPESearcher(Searcher):
         self.prior_weight = prior_weight
 
     def setup(self, space, metric, mode, seed=None, num_samples=None):
-        super().setup(space, metric, mode, seed, num_samples)
-        self.layout = Layout(space, "TPESearcher")
+        check_setup("TPESearcher", num_samples)
+        super().setup(space if isinstance(space, SearchSpace) else SearchSpace(space), metric, mode, seed, num_samples)
+        self.layout = Layout(self.space, "TPESearcher")
         self._vectors: dict[str, np.ndarray] = {}   # trial_id -> encoding of its configuration, in suggestion order
         self._latest: dict[str, tuple] = {}         # trial_id -> (training_iteration, loss or nan)
 
     # -- the interface -------------------------------------------------------------------------------------
     def suggest(self, trial_id):
-        if self.num_samples is not None and 0 <= self.num_samples <= len(self._vectors):
+        if self.num_samples is not None and len(self._vectors) >= self.num_samples:
             return FINISHED
         observed = [tid for tid in self._vectors if tid in self._latest]
         if len(observed) < max(self.n_startup_trials, 1):
@@ -115,12 +117,14 @@ class TPESearcher(Searcher):
 
     def state_dict(self):
         return {
+            "searcher": "tpe",
             "rng": self.rng.bit_generator.state,
             "vectors": {tid: encode_vector(v) for tid, v in self._vectors.items()},
             "latest": {tid: [it, None if math.isnan(loss) else loss] for tid, (it, loss) in self._latest.items()},
         }
 
     def load_state_dict(self, state):
+        check_state(state, "tpe", ("rng", "vectors", "latest"))
         self.rng.bit_generator.state = state["rng"]
         self._vectors = {tid: decode_vector(v) for tid, v in state["vectors"].items()}
         self._latest = {tid: (it, math.nan if loss is None else float(loss)) for tid, (it, loss) in state["latest"].items()}
