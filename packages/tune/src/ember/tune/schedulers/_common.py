@@ -97,9 +97,9 @@ def reduction(value) -> Fraction:
 
 def halvings(min_t, max_t, eta: Fraction) -> int:
     """The largest s with ``min_t * eta**s <= max_t`` (exact: no floating-point logarithm)."""
-    s, low, high = 0, Fraction(min_t), Fraction(max_t)
-    while low * eta ** (s + 1) <= high:
-        s += 1
+    s, budget, high = 0, Fraction(min_t) * eta, Fraction(max_t)
+    while budget <= high:
+        s, budget = s + 1, budget * eta
     return s
 
 
