@@ -168,8 +168,8 @@ def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int 
                 executor.stop(trial.trial_id)
             started.add(trial.trial_id)
             run = TrialRun(trial.trial_id, trial.config, trial.trial_dir, checkpoint=trial.checkpoint,
-                           iteration=trial.checkpoint_iteration, resources=dict(resources))
-            run.time_total_s = trial.time_base  # time spent in earlier runs: the session's time_total_s goes on
+                           iteration=trial.checkpoint_iteration, time_total_s=trial.time_base,
+                           resources=dict(resources))
             executor.start(run)
             running.add(trial.trial_id)
         if not running and not may_ask:
