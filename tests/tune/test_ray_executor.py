@@ -1,0 +1,286 @@
+"""RayExecutor against a local Ray instance started here: results, decisions, checkpoints, errors, killed trials."""
+import os
+import signal
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import ember
+from ember import tune
+from ember.tune import Decision
+from ember.tune.executors.base import TrialRun
+
+# 90 s, not 60: the first test also waits for the module's Ray instance to start (13 s on 2 idle cores, 35 s on
+# busy ones)
+pytestmark = pytest.mark.timeout(90)
+
+
+@pytest.fixture(scope="module")
+def ray():
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install ember-tune[ray]); "
+                                            "the Ray executor cannot be tested without it")
+    # the trainables below are shipped by value: Ray's workers need not import this test module
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    ray.shutdown()
+    ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture
+def executor_for(ray, tmp_path):
+    """``executor_for(trainable, **kwargs)``: a RayExecutor set up in tmp_path; shut down after the test."""
+    from ember.tune.executors.ray import RayExecutor
+    made = []
+
+    def make(trainable, **kwargs):
+        executor = RayExecutor(**kwargs)
+        executor.setup(trainable, str(tmp_path))
+        made.append(executor)
+        return executor
+
+    yield make
+    for executor in made:
+        executor.shutdown()
+
+
+def trial(tmp_path, trial_id, config, **kwargs):
+    return TrialRun(trial_id, config, str(tmp_path / trial_id), **kwargs)
+
+
+def drive(executor, decide=lambda event: Decision.CONTINUE, timeout=45.0):
+    """Poll until every started trial ended, answering results with ``decide``."""
+    events, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for event in executor.poll(timeout=1.0):
+            events.append(event)
+            if event.kind == "result":
+                executor.respond(event.trial_id, decide(event))
+        if not executor.running:
+            return events
+    raise AssertionError(f"trials did not end in {timeout} s; events so far: {events}")
+
+
+def next_events(executor, n, timeout=45.0):
+    """The next ``n`` events, unanswered."""
+    events, deadline = [], time.monotonic() + timeout
+    while len(events) < n and time.monotonic() < deadline:
+        events.extend(executor.poll(timeout=1.0))
+    assert len(events) == n, f"expected {n} events in {timeout} s, got {events}"
+    return events
+
+
+def counting(config):
+    start = tune.get_checkpoint()
+    step = int(start.to_dict()["step"].item()) if start is not None else 0
+    while step < config["steps"]:
+        step += 1
+        tune.report({"loss": 1.0 / step, "pid": os.getpid(), "resumed_from": start.path if start else None},
+                    checkpoint={"step": ember.tensor(step), "w": ember.full((3,), float(step))})
+
+
+def test_results_flow_with_checkpoints_then_complete(executor_for, tmp_path):
+    executor = executor_for(counting)
+    assert executor.has_free_slot({"cpu": 1, "gpu": 0})
+    executor.start(trial(tmp_path, "00000", {"steps": 3}))
+    events = drive(executor)
+    assert [e.kind for e in events] == ["result"] * 3 + ["complete"]
+    assert [e.metrics["training_iteration"] for e in events[:3]] == [1, 2, 3]
+    assert [e.metrics["loss"] for e in events[:3]] == pytest.approx([1.0, 0.5, 1 / 3])
+    assert {e.trial_id for e in events} == {"00000"}
+    assert events[0].metrics["pid"] != os.getpid()  # the trial ran in a Ray worker process
+    for i, event in enumerate(events[:3], start=1):
+        assert event.checkpoint == str(tmp_path / "00000" / f"checkpoint_{i:06d}.safetensors")
+        np.testing.assert_array_equal(ember.load(event.checkpoint)["w"].numpy(), [float(i)] * 3)
+
+
+def test_stop_decision_ends_the_trial(executor_for, tmp_path):
+    executor = executor_for(counting)
+    executor.start(trial(tmp_path, "00001", {"steps": 10}))
+    events = drive(executor, lambda e: Decision.STOP if e.metrics["training_iteration"] == 2 else Decision.CONTINUE)
+    assert [e.kind for e in events] == ["result", "result", "stopped"]
+    assert executor.has_free_slot({"cpu": 2})  # the trial's CPU went back
+
+
+def test_pause_then_resume_from_checkpoint(executor_for, tmp_path):
+    executor = executor_for(counting)
+    executor.start(trial(tmp_path, "00002", {"steps": 4}))
+    first = drive(executor, lambda e: Decision.PAUSE if e.metrics["training_iteration"] == 2 else Decision.CONTINUE)
+    assert [e.kind for e in first] == ["result", "result", "paused"]
+    executor.start(trial(tmp_path, "00002", {"steps": 4}, checkpoint=first[1].checkpoint, iteration=2))
+    second = drive(executor)
+    assert [e.kind for e in second] == ["result", "result", "complete"]
+    # the resumed run went on from step 2 (its checkpoint) and numbers its results after the first run's
+    assert [e.metrics["training_iteration"] for e in second[:2]] == [3, 4]
+    assert [e.metrics["loss"] for e in second[:2]] == pytest.approx([1 / 3, 1 / 4])
+    assert second[0].metrics["pid"] != first[0].metrics["pid"]  # a fresh process
+    assert int(ember.load(second[1].checkpoint)["step"].item()) == 4
+    assert second[0].metrics["resumed_from"] == first[1].checkpoint  # the trial folder is shared: used in place
+
+
+def failing(config):
+    tune.report({"loss": 1.0})
+    raise ValueError(f"bad learning rate {config['lr']}")
+
+
+def test_error_comes_back_with_its_traceback(executor_for, tmp_path):
+    executor = executor_for(failing)
+    executor.start(trial(tmp_path, "00003", {"lr": -1}))
+    events = drive(executor)
+    assert [e.kind for e in events] == ["result", "error"]
+    assert "Traceback" in events[1].error
+    assert "ValueError: bad learning rate -1" in events[1].error
+    assert "in failing" in events[1].error  # the frame of the trainable that raised
+
+
+def returns_unpicklable(config):
+    tune.report({"loss": 1.0})
+    return {"loss": 0.5, "lock": threading.Lock()}
+
+
+def test_a_final_result_that_cannot_travel_is_an_error(executor_for, tmp_path):
+    executor = executor_for(returns_unpicklable)
+    executor.start(trial(tmp_path, "00011", {}))
+    events = drive(executor)
+    assert [e.kind for e in events] == ["result", "error"]
+    assert "could not come back through Ray" in events[1].error and "lock" in events[1].error
+
+
+def returns_metrics(config):
+    tune.report({"loss": 1.0})
+    return {"loss": 0.25}
+
+
+def test_returned_metrics_come_with_complete(executor_for, tmp_path):
+    executor = executor_for(returns_metrics)
+    executor.start(trial(tmp_path, "00012", {}))
+    events = drive(executor)
+    assert [e.kind for e in events] == ["result", "complete"]
+    assert events[1].metrics["loss"] == 0.25 and events[1].metrics["training_iteration"] == 2
+
+
+def dying(config):
+    tune.report({"loss": 1.0})
+    if config["how"] == "sigkill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    os._exit(3)
+
+
+@pytest.mark.parametrize("how", ["sigkill", "exit"])
+def test_killed_trial_process_is_an_error_and_others_go_on(executor_for, tmp_path, how):
+    executor = executor_for(lambda config: (dying if "how" in config else counting)(config))
+    executor.start(trial(tmp_path, "00004", {"how": how}))
+    executor.start(trial(tmp_path, "00005", {"steps": 3}))
+    events = drive(executor)
+    dead = [e for e in events if e.trial_id == "00004"]
+    assert [e.kind for e in dead] == ["result", "error"]
+    assert "trial 00004: its Ray worker process died before the trainable ended" in dead[1].error
+    assert [e.kind for e in events if e.trial_id == "00005"] == ["result"] * 3 + ["complete"]
+
+
+def sleeper(config):
+    tune.report({"loss": 1.0})
+    time.sleep(600)
+
+
+def test_stop_kills_a_running_trial_and_frees_its_resources(executor_for, tmp_path):
+    executor = executor_for(sleeper)
+    executor.start(trial(tmp_path, "00006", {}, resources={"cpu": 2, "gpu": 0}))
+    assert not executor.has_free_slot({"cpu": 1})
+    assert [e.kind for e in next_events(executor, 1)] == ["result"]
+    executor.stop("00006")
+    assert executor.poll(timeout=0.5) == []  # no further events from a stopped trial
+    assert executor.has_free_slot({"cpu": 2})
+    executor.start(trial(tmp_path, "00007", {"steps": 1}, resources={"cpu": 2, "gpu": 0}))
+    assert [(e.kind, e.trial_id) for e in next_events(executor, 1)] == [("result", "00007")]  # the CPUs came back: a trial needing both of them started
+
+
+def test_free_slots_follow_cluster_resources_and_max_concurrent(executor_for, tmp_path):
+    executor = executor_for(sleeper, max_concurrent=2)
+    with pytest.raises(ValueError, match="asks for 1 GPU but the whole Ray cluster has 0"):
+        executor.has_free_slot({"cpu": 1, "gpu": 1})
+    with pytest.raises(ValueError, match="asks for 3 CPU but the whole Ray cluster has 2"):
+        executor.has_free_slot({"cpu": 3, "gpu": 0})
+    with pytest.raises(ValueError, match="'cpu' must be a non-negative number"):
+        executor.has_free_slot({"cpu": -1})
+    executor.start(trial(tmp_path, "00009", {}, resources={"cpu": 1, "gpu": 0}))
+    assert executor.has_free_slot({"cpu": 1, "gpu": 0})
+    assert not executor.has_free_slot({"cpu": 2, "gpu": 0})  # one of the two CPUs is held
+    assert executor.has_free_slot({"cpu": 0, "gpu": 0})
+    executor.start(trial(tmp_path, "00010", {}, resources={"cpu": 0, "gpu": 0}))
+    assert not executor.has_free_slot({"cpu": 0, "gpu": 0})  # max_concurrent=2 reached
+    events = next_events(executor, 2)
+    assert sorted(e.trial_id for e in events) == ["00009", "00010"]  # both run at once
+
+
+def test_checkpoints_travel_through_ray_without_shared_storage(executor_for, tmp_path):
+    executor = executor_for(counting, shared_storage=False)
+    executor.start(trial(tmp_path, "00008", {"steps": 4}))
+    first = drive(executor, lambda e: Decision.PAUSE if e.metrics["training_iteration"] == 2 else Decision.CONTINUE)
+    assert [e.kind for e in first] == ["result", "result", "paused"]
+    path = tmp_path / "00008" / "checkpoint_000002.safetensors"
+    assert first[1].checkpoint == str(path)  # written here by the driver, from the bytes the worker sent
+    assert int(ember.load(str(path))["step"].item()) == 2
+    executor.start(trial(tmp_path, "00008", {"steps": 4}, checkpoint=str(path), iteration=2))
+    second = drive(executor)
+    assert [e.metrics["loss"] for e in second[:2]] == pytest.approx([1 / 3, 1 / 4])
+    resumed_from = second[0].metrics["resumed_from"]  # a copy the worker made of the bytes sent to it
+    assert resumed_from != str(path) and resumed_from.endswith("checkpoint_000002.safetensors")
+    assert second[1].checkpoint == str(tmp_path / "00008" / "checkpoint_000004.safetensors")
+    assert int(ember.load(second[1].checkpoint)["step"].item()) == 4
+
+
+def test_registered_as_ray():
+    from ember.tune import registry
+    from ember.tune.executors.ray import RayExecutor
+    assert registry.get("executor", "ray") is RayExecutor
+
+
+def test_missing_ray_is_a_clear_error(monkeypatch):
+    from ember.tune.executors.ray import RayExecutor
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray now fails
+    with pytest.raises(ImportError, match=r"pip install ember-tune\[ray\]"):
+        RayExecutor()
+
+
+def test_misuse_is_a_clear_error(executor_for, tmp_path):
+    from ember.tune.executors.ray import RayExecutor
+    with pytest.raises(RuntimeError, match="setup.* must be called before start"):
+        RayExecutor().start(trial(tmp_path, "00013", {}))
+    executor = executor_for(sleeper, max_concurrent=1)
+    with pytest.raises(ValueError, match="not waiting for an answer"):
+        executor.respond("00013", Decision.CONTINUE)
+    executor.start(trial(tmp_path, "00013", {}))
+    with pytest.raises(ValueError, match="already running"):
+        executor.start(trial(tmp_path, "00013", {}))
+    with pytest.raises(RuntimeError, match="no free slot for trial 00014"):
+        executor.start(trial(tmp_path, "00014", {}))
+    next_events(executor, 1)
+    with pytest.raises(ValueError, match="'maybe' is not a valid Decision"):
+        executor.respond("00013", "maybe")
+    executor.respond("00013", "continue")
+    with pytest.raises(ValueError, match="not waiting for an answer"):
+        executor.respond("00013", Decision.CONTINUE)  # one answer per result
+    executor.shutdown()
+    assert executor.running == [] and not executor.has_free_slot({"cpu": 1})
+    with pytest.raises(RuntimeError, match="was shut down"):
+        executor.start(trial(tmp_path, "00015", {}))
+    with pytest.raises(TypeError, match="trainable must be a function"):
+        RayExecutor().setup("train.py", str(tmp_path))
+    with pytest.raises(TypeError, match="cannot be sent to the Ray cluster"):
+        RayExecutor().setup(Unpicklable(), str(tmp_path))
+    with pytest.raises(ValueError, match="max_concurrent must be a positive int"):
+        RayExecutor(max_concurrent=0)
+    with pytest.raises(TypeError, match="shared_storage must be True, False or None"):
+        RayExecutor(shared_storage="yes")
+
+
+class Unpicklable:
+    def __init__(self):
+        self.lock = threading.Lock()
+
+    def __call__(self, config):
+        pass
