@@ -1,0 +1,312 @@
+"""LocalExecutor: results, decisions, pause/resume, errors, process death, concurrency, stop, shutdown.
+
+The trainables are defined here, in the test module, as a user would define them in a script.
+"""
+import os
+import signal
+import time
+
+import pytest
+
+import ember
+from ember import tune
+from ember.tune import Decision, TrialRun
+from ember.tune.executors.local import LocalExecutor
+
+pytestmark = pytest.mark.timeout(60)
+
+
+# -- trainables ---------------------------------------------------------------------------------------------
+def counting(config):
+    """Reports steps with a checkpoint each; resumes from its checkpoint. Leaves a file after each report
+    returns, so a test sees exactly which reports the trainable got past."""
+    ckpt = tune.get_checkpoint()
+    step = ckpt.to_dict()["step"] if ckpt is not None else 0
+    try:
+        while step < config.get("steps", 6):
+            step += 1
+            try:
+                tune.report({"loss": 1.0 / step, "resumed_from": ckpt.to_dict()["step"] if ckpt else 0,
+                             "pid": os.getpid()}, checkpoint={"step": step, "w": ember.full((2,), step)})
+            except Exception:  # never reached by PAUSE/STOP
+                open(os.path.join(config["dir"], "swallowed"), "w").close()
+            open(os.path.join(config["dir"], f"after_{step}"), "w").close()
+    finally:
+        open(os.path.join(config["dir"], "finally"), "w").close()
+
+
+def failing(config):
+    tune.report({"x": 1})
+    raise ValueError(f"bad lr {config['lr']}")
+
+
+def dying(config):
+    tune.report({"pid": os.getpid()})
+    how = config["how"]
+    if how == "exit":
+        os._exit(3)
+    if how == "sigkill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if how == "segfault":
+        import ctypes
+        ctypes.string_at(0)
+    time.sleep(50)  # "external": the test kills it
+
+
+def sleeper(config):
+    """Writes its pid, then sleeps (bounded) until killed; with ``ignore_term`` it ignores SIGTERM."""
+    if config.get("ignore_term"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    with open(os.path.join(config["dir"], f"pid_{tune.get_trial_id()}"), "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(50)
+
+
+def concurrent(config):
+    """Counts how many trials run at once through marker files in a shared folder."""
+    running = os.path.join(config["dir"], "running")
+    marker = os.path.join(running, tune.get_trial_id())
+    open(marker, "w").close()
+    try:
+        seen, deadline = 1, time.monotonic() + 3.0
+        while time.monotonic() < deadline:
+            seen = max(seen, len(os.listdir(running)))
+            if seen >= config["expect"]:
+                break
+            time.sleep(0.02)
+        for _ in range(10):  # look a little longer: a third trial would show up now
+            seen = max(seen, len(os.listdir(running)))
+            time.sleep(0.02)
+    finally:
+        os.remove(marker)
+    tune.report({"seen": seen})
+
+
+# -- helpers ------------------------------------------------------------------------------------------------
+def drive(ex, decide=lambda ev: Decision.CONTINUE, limit=45.0):
+    """Poll until no trial is left, answering each result with ``decide(event)``; returns all events."""
+    events, deadline = [], time.monotonic() + limit
+    while ex.running:
+        assert time.monotonic() < deadline, f"trials still running: {ex.running}"
+        for ev in ex.poll(5.0):
+            events.append(ev)
+            if ev.kind == "result":
+                ex.respond(ev.trial_id, decide(ev))
+    return events
+
+
+def gone(pid: int) -> bool:
+    """The process has exited (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def wait_for(predicate, limit=20.0):
+    deadline = time.monotonic() + limit
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def executor(tmp_path):
+    ex = LocalExecutor(max_concurrent=2, num_cpus=4)
+    yield ex
+    ex.shutdown(timeout=5.0)
+    assert ex.running == []
+
+
+def _start(ex, trainable, tmp_path, trial_id="00000", config=None, **kwargs):
+    if getattr(ex, "trainable", None) is not trainable:
+        ex.setup(trainable, str(tmp_path))
+    config = {"dir": str(tmp_path), **(config or {})}
+    run = TrialRun(trial_id, config, trial_dir=str(tmp_path / trial_id), **kwargs)
+    ex.start(run)
+    return run
+
+
+# -- results and decisions ----------------------------------------------------------------------------------
+def test_results_flow_and_complete(executor, tmp_path):
+    _start(executor, counting, tmp_path, config={"steps": 3})
+    events = drive(executor)
+    assert [e.kind for e in events] == ["result"] * 3 + ["complete"]
+    assert [e.metrics["training_iteration"] for e in events[:3]] == [1, 2, 3]
+    assert all(e.metrics["trial_id"] == "00000" and e.metrics["pid"] != os.getpid() for e in events[:3])
+    assert events[2].checkpoint == str(tmp_path / "00000" / "checkpoint_000003.safetensors")
+    assert tune.Checkpoint(events[2].checkpoint).to_dict()["step"] == 3
+
+
+@pytest.mark.parametrize("decision, kind", [(Decision.STOP, "stopped"), (Decision.PAUSE, "paused")])
+def test_the_decision_takes_effect_at_that_report(executor, tmp_path, decision, kind):
+    _start(executor, counting, tmp_path, config={"steps": 10})
+    events = drive(executor, lambda ev: decision if ev.metrics["training_iteration"] == 3 else Decision.CONTINUE)
+    assert [e.kind for e in events] == ["result"] * 3 + [kind]
+    done = sorted(f for f in os.listdir(tmp_path) if f.startswith("after_"))
+    assert done == ["after_1", "after_2"]  # report 3 never returned
+    assert os.path.exists(tmp_path / "finally") and not os.path.exists(tmp_path / "swallowed")
+
+
+def test_pause_then_resume_from_the_checkpoint(executor, tmp_path):
+    _start(executor, counting, tmp_path, config={"steps": 5})
+    first = drive(executor, lambda ev: Decision.PAUSE if ev.metrics["training_iteration"] == 2 else Decision.CONTINUE)
+    assert first[-1].kind == "paused"
+    checkpoint = first[-2].checkpoint
+    _start(executor, counting, tmp_path, config={"steps": 5}, checkpoint=checkpoint, iteration=2)
+    second = drive(executor)
+    results = [e.metrics for e in second if e.kind == "result"]
+    assert [r["training_iteration"] for r in results] == [3, 4, 5]
+    assert all(r["resumed_from"] == 2 for r in results)
+    assert second[-1].kind == "complete"
+    assert tune.Checkpoint(second[-2].checkpoint).to_dict()["step"] == 5
+    assert results[0]["pid"] != first[0].metrics["pid"]  # a new process
+
+
+def test_respond_only_to_a_waiting_trial(executor, tmp_path):
+    with pytest.raises(ValueError, match="not waiting"):
+        executor.respond("nope", Decision.CONTINUE)
+    _start(executor, counting, tmp_path, config={"steps": 1})
+    (ev,) = executor.poll(20.0)
+    assert ev.kind == "result"
+    executor.respond(ev.trial_id, "continue")
+    with pytest.raises(ValueError, match="not waiting"):
+        executor.respond(ev.trial_id, Decision.CONTINUE)
+    assert [e.kind for e in drive(executor)] == ["complete"]
+
+
+# -- failures -----------------------------------------------------------------------------------------------
+def test_an_error_comes_back_with_its_traceback_and_others_go_on(executor, tmp_path):
+    executor.setup(failing, str(tmp_path))
+    executor.start(TrialRun("bad", {"lr": 42}, trial_dir=str(tmp_path / "bad")))
+    events = drive(executor)
+    assert [e.kind for e in events] == ["result", "error"]
+    assert "Traceback" in events[1].error and "in failing" in events[1].error
+    assert "ValueError: bad lr 42" in events[1].error
+    _start(executor, counting, tmp_path, trial_id="good", config={"steps": 2})
+    assert drive(executor)[-1].kind == "complete"
+
+
+@pytest.mark.parametrize("how, expected", [("exit", "exit code 3"), ("sigkill", "signal SIGKILL"),
+                                           ("segfault", "signal SIGSEGV"), ("external", "signal SIGKILL")])
+def test_a_dead_process_is_an_error_naming_its_exit(executor, tmp_path, how, expected):
+    _start(executor, dying, tmp_path, config={"how": how})
+    (ev,) = executor.poll(20.0)
+    pid = ev.metrics["pid"]
+    executor.respond(ev.trial_id, Decision.CONTINUE)
+    if how == "external":
+        os.kill(pid, signal.SIGKILL)
+    events = executor.poll(30.0)  # the sentinel wakes the poll: no waiting out its timeout
+    assert [e.kind for e in events] == ["error"]
+    assert expected in events[0].error and str(pid) in events[0].error
+    if how == "segfault":
+        assert "Fatal Python error" in events[0].error and "dying" in events[0].error  # faulthandler's stack
+    assert executor.running == [] and gone(pid)
+    assert not os.path.exists(tmp_path / "00000" / ".faulthandler.txt")
+
+
+def test_an_unpicklable_trainable_is_refused_clearly(tmp_path):
+    ex = LocalExecutor(max_concurrent=1)
+    with pytest.raises(TypeError, match="define it at module level"):
+        ex.setup(lambda config: None, str(tmp_path))
+    with pytest.raises(TypeError, match="function trainable"):
+        ex.setup(42, str(tmp_path))
+
+
+def test_fork_runs_a_closure(tmp_path):
+    offset = 10
+
+    def closure(config):
+        tune.report({"value": config["x"] + offset})
+
+    ex = LocalExecutor(max_concurrent=1, start_method="fork")
+    try:
+        ex.setup(closure, str(tmp_path))
+        ex.start(TrialRun("c", {"x": 1}, trial_dir=str(tmp_path / "c")))
+        events = drive(ex)
+    finally:
+        ex.shutdown(timeout=5.0)
+    assert events[0].metrics["value"] == 11 and events[-1].kind == "complete"
+
+
+# -- slots, stop, shutdown ----------------------------------------------------------------------------------
+def test_max_concurrent_is_respected(tmp_path):
+    os.makedirs(tmp_path / "running")
+    ex = LocalExecutor(max_concurrent=2, num_cpus=8)
+    ex.setup(concurrent, str(tmp_path))
+    pending, events = [f"{i:05d}" for i in range(4)], []
+    try:
+        deadline = time.monotonic() + 45
+        while pending or ex.running:
+            assert time.monotonic() < deadline
+            while pending and ex.has_free_slot({"cpu": 1}):
+                trial_id = pending.pop(0)
+                ex.start(TrialRun(trial_id, {"dir": str(tmp_path), "expect": 2}, trial_dir=str(tmp_path / trial_id)))
+            assert len(ex.running) <= 2
+            for ev in ex.poll(5.0):
+                events.append(ev)
+                if ev.kind == "result":
+                    ex.respond(ev.trial_id, Decision.CONTINUE)
+    finally:
+        ex.shutdown(timeout=5.0)
+    seen = [e.metrics["seen"] for e in events if e.kind == "result"]
+    assert len(seen) == 4 and [e.kind for e in events].count("complete") == 4
+    assert max(seen) == 2
+
+
+def test_cpus_limit_the_trials_too(executor, tmp_path):
+    executor.setup(sleeper, str(tmp_path))
+    assert executor.has_free_slot({"cpu": 3})
+    executor.start(TrialRun("a", {"dir": str(tmp_path)}, trial_dir=str(tmp_path / "a"), resources={"cpu": 3}))
+    assert not executor.has_free_slot({"cpu": 2})
+    assert executor.has_free_slot({"cpu": 1})
+    with pytest.raises(RuntimeError, match="no free slot"):
+        executor.start(TrialRun("b", {"dir": str(tmp_path)}, trial_dir=str(tmp_path / "b"), resources={"cpu": 2}))
+    with pytest.raises(ValueError, match="already running"):
+        executor.start(TrialRun("a", {"dir": str(tmp_path)}, trial_dir=str(tmp_path / "a")))
+
+
+@pytest.mark.parametrize("resources, error, match", [
+    ({"cpu": 1, "tpu": 1}, ValueError, "unknown resource 'tpu'"),
+    ({"cpu": -1}, ValueError, r"resources\['cpu'\]"),
+    ({"gpu": 0.5}, ValueError, "whole number of GPUs"),
+    ({"cpu": 5}, ValueError, "can never run"),
+    ("cpu", TypeError, "resources must be a dict"),
+])
+def test_bad_resources_are_clear_errors(executor, resources, error, match):
+    with pytest.raises(error, match=match):
+        executor.has_free_slot(resources)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="max_concurrent"):
+        LocalExecutor(max_concurrent=0)
+    with pytest.raises(ValueError, match="start_method"):
+        LocalExecutor(start_method="teleport")
+    with pytest.raises(RuntimeError, match="setup"):
+        LocalExecutor().start(TrialRun("a", {}, trial_dir="/nonexistent"))
+
+
+def test_stop_ends_a_trial_with_no_further_events(executor, tmp_path):
+    _start(executor, sleeper, tmp_path, trial_id="a", config={"ignore_term": True})
+    wait_for(lambda: os.path.exists(tmp_path / "pid_a"))
+    pid = int((tmp_path / "pid_a").read_text())
+    executor.stop("a")
+    assert gone(pid) and executor.running == []
+    assert executor.poll(0.2) == []
+    executor.stop("a")  # not running: nothing to do
+
+
+def test_shutdown_leaves_no_process_behind(tmp_path):
+    ex = LocalExecutor(max_concurrent=2, num_cpus=4)
+    ex.setup(sleeper, str(tmp_path))
+    for trial_id, ignore in (("a", False), ("b", True)):
+        ex.start(TrialRun(trial_id, {"dir": str(tmp_path), "ignore_term": ignore}, trial_dir=str(tmp_path / trial_id)))
+    wait_for(lambda: os.path.exists(tmp_path / "pid_a") and os.path.exists(tmp_path / "pid_b"))
+    pids = [int((tmp_path / f"pid_{t}").read_text()) for t in "ab"]
+    ex.shutdown(timeout=2.0)
+    assert all(gone(pid) for pid in pids)
+    assert ex.running == [] and not ex.has_free_slot({"cpu": 1})
+    with pytest.raises(RuntimeError, match="shut down"):
+        ex.start(TrialRun("c", {"dir": str(tmp_path)}, trial_dir=str(tmp_path / "c")))
