@@ -1,0 +1,119 @@
+"""What a :class:`ember.tune.Tuner` runs: the search (:class:`TuneConfig`) and the run (:class:`RunConfig`).
+
+>>> from ember import tune
+>>> tc = tune.TuneConfig(metric="loss", mode="min", num_samples=20, scheduler="asha", seed=0)
+>>> rc = tune.RunConfig(name="demo", stop={"training_iteration": 10},
+...                     checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+...                     failure_config=tune.FailureConfig(max_failures=1))
+>>> tune.TuneConfig(mode="best")
+Traceback (most recent call last):
+...
+ValueError: TuneConfig: mode must be 'min' or 'max', got 'best'
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+
+def _check_mode(owner, mode, allow_none=False, name="mode"):
+    if mode not in ("min", "max") and not (allow_none and mode is None):
+        raise ValueError(f"{owner}: {name} must be 'min' or 'max', got {mode!r}")
+
+
+def _check_count(owner, name, value, minimum, allow_none=True, allow_minus_one=False):
+    if value is None and allow_none or value == -1 and allow_minus_one:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        extra = " (or -1 for no limit)" if allow_minus_one else ""
+        raise ValueError(f"{owner}: {name} must be an int >= {minimum}{extra}, got {value!r}")
+
+
+@dataclasses.dataclass
+class TuneConfig:
+    """The search: which metric to optimise and how.
+
+    - ``metric`` / ``mode``: the reported key to optimise, "min" or "max";
+    - ``num_samples``: trials to run (each grid_search point is repeated this many times, as in Ray Tune;
+      -1: until the searcher says it is finished);
+    - ``max_concurrent_trials``: trials running at once (None: as many as the executor's resources allow);
+    - ``search_alg`` / ``scheduler``: an instance or a registered name ("random", "grid", "tpe", "bohb";
+      "fifo", "median", "hyperband", "asha"); None: random search, FIFO;
+    - ``seed``: the seed of the searcher: the same seed gives the same sequence of configurations;
+    - ``executor``: an :class:`ember.tune.Executor` instance or a registered name ("local", "ray").
+    """
+    metric: str | None = None
+    mode: str | None = None
+    num_samples: int = 1
+    max_concurrent_trials: int | None = None
+    search_alg: object = None
+    scheduler: object = None
+    seed: int | None = None
+    executor: object = "local"
+
+    def __post_init__(self):
+        _check_mode("TuneConfig", self.mode, allow_none=True)
+        if self.metric is not None and not isinstance(self.metric, str):
+            raise TypeError(f"TuneConfig: metric must be the name of a reported key (str), got {self.metric!r}")
+        _check_count("TuneConfig", "num_samples", self.num_samples, 1, allow_none=False, allow_minus_one=True)
+        _check_count("TuneConfig", "max_concurrent_trials", self.max_concurrent_trials, 1)
+
+
+@dataclasses.dataclass
+class CheckpointConfig:
+    """Which checkpoints of each trial to keep.
+
+    ``num_to_keep``: keep only the best k (None: keep all); "best" by ``checkpoint_score_attribute``
+    (a reported key; None: the most recent are the best) in ``checkpoint_score_order`` ("max" or "min").
+    The latest checkpoint is kept while the trial may still resume.
+    """
+    num_to_keep: int | None = None
+    checkpoint_score_attribute: str | None = None
+    checkpoint_score_order: str = "max"
+
+    def __post_init__(self):
+        _check_count("CheckpointConfig", "num_to_keep", self.num_to_keep, 1)
+        _check_mode("CheckpointConfig", self.checkpoint_score_order, name="checkpoint_score_order")
+
+
+@dataclasses.dataclass
+class FailureConfig:
+    """``max_failures``: how many times a failing trial is retried (from its latest checkpoint) before it
+    is recorded as errored; -1 retries without limit."""
+    max_failures: int = 0
+
+    def __post_init__(self):
+        _check_count("FailureConfig", "max_failures", self.max_failures, 0, allow_none=False, allow_minus_one=True)
+
+
+@dataclasses.dataclass
+class RunConfig:
+    """The run: where it is stored, when trials stop, what is kept, how much is printed.
+
+    - ``name``: the experiment's folder under ``storage_path`` (None: ``tune_<date>_<time>``);
+    - ``storage_path``: where experiments live (None: ``~/ember_results``);
+    - ``stop``: ``{key: threshold}`` (a trial stops once a reported ``key`` reaches ``threshold``, e.g.
+      ``{"training_iteration": 10}``) or a callable ``stop(trial_id, result) -> bool``;
+    - ``checkpoint_config`` / ``failure_config``: see :class:`CheckpointConfig`, :class:`FailureConfig`;
+    - ``verbose``: 0 silent, 1 the progress table every ``progress_interval`` seconds and a summary.
+    """
+    name: str | None = None
+    storage_path: str | None = None
+    stop: object = None
+    checkpoint_config: CheckpointConfig | None = None
+    failure_config: FailureConfig | None = None
+    verbose: int = 1
+    progress_interval: float = 5.0
+
+    def __post_init__(self):
+        if self.name is not None and (not isinstance(self.name, str) or not self.name or os.sep in self.name):
+            raise ValueError(f"RunConfig: name must be a non-empty folder name without {os.sep!r}, got {self.name!r}")
+        if self.stop is not None and not (isinstance(self.stop, dict) or callable(self.stop)):
+            raise TypeError("RunConfig: stop must be a dict {reported key: threshold} or a callable "
+                            f"stop(trial_id, result) -> bool, got {type(self.stop).__name__}")
+        if self.checkpoint_config is None:
+            self.checkpoint_config = CheckpointConfig()
+        if self.failure_config is None:
+            self.failure_config = FailureConfig()
+        if not isinstance(self.progress_interval, (int, float)) or self.progress_interval < 0:
+            raise ValueError(f"RunConfig: progress_interval must be seconds >= 0, got {self.progress_interval!r}")

@@ -1,0 +1,490 @@
+"""The experiment: trials and their states, driven by a searcher and a scheduler, recorded in a journal.
+
+:class:`Experiment` is the ask/tell interface for users who run trials themselves, and what
+:class:`ember.tune.Tuner` runs on. ``ask()`` hands out a trial to run (new, or one to resume),
+``report()`` records a result and answers with a :class:`~ember.tune.Decision`, ``tell()`` ends the trial:
+
+>>> from ember import tune
+>>> exp = tune.Experiment({"x": tune.uniform(-1, 1)}, metric="loss", mode="min", num_samples=5, seed=0)
+>>> while (trial := exp.ask()) is not None:
+...     for step in range(3):
+...         decision = exp.report(trial, {"loss": (trial.config["x"] - 0.2) ** 2 + 1 / (step + 1)})
+...     exp.tell(trial)
+>>> exp.is_finished(), len(exp.trials), exp.best_trial.last_result["training_iteration"]
+(True, 5, 3)
+
+With ``storage_path`` every call is appended to ``<storage_path>/<name>/journal.jsonl``;
+:meth:`Experiment.restore` replays it into fresh searcher and scheduler instances, so a killed experiment
+continues exactly where it stopped: the same trials, states and results, and the same configurations to come.
+Trials that were running when it was killed restart from their latest checkpoint; results they report again
+(iterations the searcher and scheduler already saw) are recorded but not fed to them twice.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import pickle
+import secrets
+import time
+
+from . import registry
+from .journal import Journal, normalized
+from .schedulers.base import Decision
+from .searchers.base import FINISHED
+from .trial import Trial
+
+JOURNAL = "journal.jsonl"
+#: fresh (not yet set up) searcher, scheduler, space and stop criteria, pickled for restore
+COMPONENTS = "experiment.pkl"
+_RESTORABLE = ("param_space", "search_alg", "scheduler", "stop", "checkpoint_config")
+
+
+class Experiment:
+    """Trials of ``param_space`` proposed by ``search_alg``, continued, paused or stopped by ``scheduler``.
+
+    ``metric``/``mode``: the reported key to optimise, "min" or "max". ``search_alg``/``scheduler``: an
+    instance or a registered name (None: "random", "fifo"). ``num_samples``: trials to create (each
+    grid_search point that many times; -1: until the searcher is finished). ``seed``: the searcher's seed
+    (None: drawn once and journaled, so a restore still continues the same sequence). ``storage_path`` /
+    ``name``: where the journal and trial folders go (None: kept in memory only). ``max_failures``: retries
+    of a failing trial (-1: no limit). ``stop``: ``{key: threshold}`` or ``stop(trial_id, result) -> bool``.
+    ``checkpoint_config``: an :class:`ember.tune.CheckpointConfig` (keep the best k checkpoints per trial).
+    """
+
+    def __init__(self, param_space, metric: str, mode: str, search_alg=None, scheduler=None, num_samples: int = 1,
+                 seed: int | None = None, storage_path: str | None = None, name: str | None = None,
+                 max_failures: int = 0, stop=None, checkpoint_config=None):
+        if seed is None:
+            seed = secrets.randbits(31)
+        given = dict(param_space=param_space, search_alg=search_alg, scheduler=scheduler, stop=stop,
+                     checkpoint_config=checkpoint_config)
+        self._configure(metric=metric, mode=mode, num_samples=num_samples, seed=seed, max_failures=max_failures,
+                        **given)
+        if storage_path is None:
+            if name is not None:
+                raise ValueError("Experiment: name is the folder under storage_path; give storage_path too")
+            self.path = None
+            return
+        self.path = os.path.join(os.path.expanduser(storage_path), name or time.strftime("tune_%Y%m%d_%H%M%S"))
+        if os.path.exists(os.path.join(self.path, JOURNAL)):
+            raise FileExistsError(f"an experiment already exists at {self.path!r}: continue it with "
+                                  "Experiment.restore(path) (or Tuner.restore), or choose another name")
+        os.makedirs(self.path, exist_ok=True)
+        save_components(os.path.join(self.path, COMPONENTS), given)
+        self._journal, _ = Journal.open(os.path.join(self.path, JOURNAL))
+        self._journal.append({"e": "experiment", "version": 1, "metric": metric, "mode": mode,
+                              "num_samples": num_samples, "seed": seed, "max_failures": max_failures,
+                              "stop": stop if isinstance(stop, dict) else None, "time": time.time()}, sync=True)
+
+    def _configure(self, *, param_space, metric, mode, search_alg, scheduler, num_samples, seed, max_failures,
+                   stop, checkpoint_config):
+        from .space import SearchSpace  # here, not at import: `import ember.tune` stays cheap
+        if not isinstance(metric, str):
+            raise TypeError(f"Experiment: metric must be the name of a reported key (str), got {metric!r}")
+        if mode not in ("min", "max"):
+            raise ValueError(f"Experiment: mode must be 'min' or 'max', got {mode!r}")
+        for what, value, low in (("num_samples", num_samples, 1), ("max_failures", max_failures, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or (value < low and value != -1):
+                raise ValueError(f"Experiment: {what} must be an int >= {low} or -1 (no limit), got {value!r}")
+        if stop is not None and not (isinstance(stop, dict) or callable(stop)):
+            raise TypeError("Experiment: stop must be a dict {reported key: threshold} or a callable "
+                            f"stop(trial_id, result) -> bool, got {type(stop).__name__}")
+        self.space = param_space if isinstance(param_space, SearchSpace) else SearchSpace(param_space)
+        self.metric, self.mode, self.seed = metric, mode, seed
+        self.num_samples, self.max_failures, self.stop = num_samples, max_failures, stop
+        self.checkpoint_config = checkpoint_config
+        self.searcher = registry.resolve("searcher", search_alg)
+        self.scheduler = registry.resolve("scheduler", scheduler)
+        self.searcher.setup(self.space, metric, mode, seed=seed, num_samples=None if num_samples == -1 else num_samples)
+        # trials to create at most: a searcher that knows its own count (``total``, e.g. an exhaustive grid)
+        # decides alone; for the others, num_samples per grid_search point, as in Ray Tune
+        own_count = isinstance(getattr(self.searcher, "total", None), int)
+        self._limit = float("inf") if num_samples == -1 or own_count else num_samples * self.space.grid_size()
+        self.scheduler.setup(metric, mode, "training_iteration")
+        self._trials: dict = {}
+        self._running: set = set()
+        self._paused: dict = {}  # trial_id -> None, oldest pause first
+        self._queue = collections.deque()  # PENDING trial ids: retried, continued after a pause, interrupted
+        self._actions: dict = {}
+        self._searcher_finished = False
+        self._journal = None
+        self._checkpoints: dict = {}  # trial_id -> CheckpointManager, when only the best k are kept
+
+    # ---------------------------------------------------------------- the public API
+
+    @property
+    def trials(self) -> list:
+        """Every trial so far, in order of creation."""
+        return list(self._trials.values())
+
+    def get_trial(self, trial_id: str) -> Trial:
+        """The trial with id ``trial_id``."""
+        try:
+            return self._trials[trial_id]
+        except KeyError:
+            raise KeyError(f"no trial {trial_id!r} in this experiment (it has {len(self._trials)})") from None
+
+    def ask(self) -> Trial | None:
+        """A trial to run now: a new one, or a PENDING/PAUSED one to resume (from ``trial.checkpoint``).
+
+        None when there is nothing to run right now (the searcher waits for results, or trials are still
+        running) or ever again (:meth:`is_finished`).
+        """
+        return self._ask()
+
+    def report(self, trial: Trial, metrics: dict, checkpoint=None) -> Decision:
+        """Record a result of a running trial and answer whether it continues, pauses or stops.
+
+        ``training_iteration`` (the run's count of reports), ``trial_id``, ``timestamp`` and ``time_total_s``
+        are filled in when missing. ``checkpoint``: a path, a :class:`ember.tune.Checkpoint`, or a dict of
+        tensors and plain values (saved with ``ember.save`` in the trial's folder). After STOP or PAUSE the
+        trial is no longer running: end its run (a later :meth:`tell` is ignored). A report about a trial
+        that is not running is ignored and answered with STOP.
+        """
+        if not isinstance(metrics, dict):
+            raise TypeError(f"report: metrics must be a dict of reported values, got {type(metrics).__name__}")
+        if trial.status != "RUNNING":
+            return Decision.STOP
+        result = dict(metrics)
+        now = time.time()
+        result.setdefault("training_iteration", trial.run_iteration + 1)
+        result.setdefault("trial_id", trial.trial_id)
+        result.setdefault("timestamp", now)
+        result.setdefault("time_total_s", trial.time_base + now - trial.run_started)
+        return self._report(trial, result, self._checkpoint_path(trial, checkpoint, result["training_iteration"]))
+
+    def tell(self, trial: Trial, metrics: dict | None = None, *, error: str | BaseException | None = None) -> None:
+        """The trial's run ended: it finished (a final ``metrics`` result is reported first), or failed with
+        ``error`` (a traceback text or an exception). A failed trial is retried (``ask`` returns it again)
+        up to ``max_failures`` times, then recorded as ERROR with its traceback."""
+        if metrics is not None:
+            self.report(trial, metrics)
+        if trial.status != "RUNNING":
+            return
+        if isinstance(error, BaseException):
+            import traceback
+            error = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        elif error is not None and not isinstance(error, str):
+            raise TypeError(f"tell: error must be a traceback text or an exception, got {type(error).__name__}")
+        self._tell(trial, error)
+
+    def take_decisions(self) -> dict:
+        """``{trial_id: Decision}``: running trials the experiment paused or stopped because of results of
+        other trials (the scheduler's :meth:`~ember.tune.Scheduler.take_decisions`). End their runs; each
+        is returned once."""
+        actions, self._actions = self._actions, {}
+        return actions
+
+    def is_finished(self) -> bool:
+        """True when no trial will run again: the searcher is done and no trial is running, paused or pending."""
+        return self._searcher_finished and not (self._running or self._paused or self._queue)
+
+    @property
+    def best_trial(self) -> Trial | None:
+        """The trial whose last result is best in ``metric`` (None before any result has it)."""
+        best, best_score = None, None
+        for trial in self._trials.values():
+            last = trial.last_result
+            if last is None or self.metric not in last:
+                continue
+            score = float(last[self.metric]) * (1 if self.mode == "max" else -1)
+            if best is None or score > best_score:
+                best, best_score = trial, score
+        return best
+
+    def results(self):
+        """The trials so far as a :class:`ember.tune.ResultGrid`."""
+        from .results import ResultGrid
+        return ResultGrid.from_trials(self.trials, self.metric, self.mode, self.path)
+
+    def close(self) -> None:
+        """Sync and close the journal (the experiment can still be read, not run)."""
+        if self._journal is not None:
+            self._journal.close()
+
+    @classmethod
+    def restore(cls, path: str, **given) -> Experiment:
+        """Continue the experiment stored at ``path`` (the folder holding ``journal.jsonl``).
+
+        The param space, searcher, scheduler, stop criteria and checkpoint config are those saved when it
+        was created; pass ``param_space=``, ``search_alg=``, ``scheduler=``, ``stop=`` or
+        ``checkpoint_config=`` (fresh, identically built objects) for any that could not be saved (e.g. a
+        lambda). The journal is replayed into them, so the sequence of configurations continues exactly.
+        """
+        unknown = set(given) - set(_RESTORABLE)
+        if unknown:
+            raise TypeError(f"Experiment.restore: unexpected arguments {sorted(unknown)}; expected {_RESTORABLE}")
+        path = os.path.expanduser(path)
+        journal_path = os.path.join(path, JOURNAL)
+        records = Journal.read(journal_path)  # a clear error when there is none
+        journal, records = Journal.open(journal_path)  # locked against a second runner; a torn line cut off
+        try:
+            if not records or records[0].get("e") != "experiment":
+                raise ValueError(f"{path}: the journal does not start with an experiment record; is it an experiment?")
+            header = records[0]
+            components = load_components(os.path.join(path, COMPONENTS), given, _RESTORABLE)
+            self = cls.__new__(cls)
+            self._configure(metric=header["metric"], mode=header["mode"], num_samples=header["num_samples"],
+                            seed=header["seed"], max_failures=header["max_failures"], **components)
+            self.path = path
+            for i, record in enumerate(records[1:], start=2):
+                self._replay(record, i)
+        except BaseException:
+            journal.close()
+            raise
+        self._actions = {}
+        self._journal = journal
+        self._restart_interrupted()
+        self._journal.append({"e": "restore", "time": time.time()}, sync=True)
+        return self
+
+    # ---------------------------------------------------------------- the state machine
+    # Each primitive below is one journal record; replaying the records calls the same primitives in the
+    # same order, so the searcher and scheduler see exactly the calls of the original run.
+
+    def _log(self, record: dict, sync: bool = False) -> None:
+        if self._journal is not None:
+            self._journal.append(record, sync)
+
+    def _ask(self):
+        while True:
+            if self._queue:
+                return self._start(self._trials[self._queue.popleft()], {"e": "ask"})
+            chosen = self.scheduler.choose_trial_to_run(list(self._paused), self._searcher_finished)
+            self._drain()
+            if chosen is not None:
+                if chosen not in self._paused:
+                    raise RuntimeError(f"{type(self.scheduler).__name__}.choose_trial_to_run returned {chosen!r}, "
+                                       f"which is not a paused trial (paused: {list(self._paused)})")
+                return self._start(self._trials[chosen], {"e": "ask"})
+            if self._queue:  # the scheduler let paused trials continue
+                continue
+            if self._searcher_finished:
+                if self._paused and not self._running:
+                    self._stop_stranded()
+                self._log({"e": "ask", "t": None})
+                return None
+            if len(self._trials) >= self._limit:
+                self._searcher_finished = True
+                continue
+            trial_id = f"{len(self._trials):05d}"
+            config = self.searcher.suggest(trial_id)
+            if isinstance(config, str) and config == FINISHED:
+                self._searcher_finished = True
+                continue
+            if config is None:
+                self._log({"e": "ask", "t": None})
+                return None
+            if not isinstance(config, dict):
+                raise TypeError(f"{type(self.searcher).__name__}.suggest returned {type(config).__name__}; "
+                                "expected a config dict, None or FINISHED")
+            trial_dir = os.path.join(self.path, f"trial_{trial_id}") if self.path else None
+            trial = self._trials[trial_id] = Trial(trial_id, config, trial_dir)
+            self.scheduler.on_trial_add(trial_id, config)
+            return self._start(trial, {"e": "ask", "c": config})
+
+    def _start(self, trial: Trial, record: dict) -> Trial:
+        self._paused.pop(trial.trial_id, None)
+        self._running.add(trial.trial_id)
+        trial.status = "RUNNING"
+        trial.run_iteration = trial.checkpoint_iteration
+        trial.run_started = time.time()
+        trial.time_base = trial.last_result.get("time_total_s", 0.0) if trial.results else 0.0
+        if trial.trial_dir is not None and not os.path.isdir(trial.trial_dir):
+            os.makedirs(trial.trial_dir, exist_ok=True)
+        record["t"] = trial.trial_id
+        self._log(record)
+        return trial
+
+    def _report(self, trial: Trial, result: dict, checkpoint: str | None) -> Decision:
+        iteration = result["training_iteration"]
+        trial.run_iteration = iteration
+        _store_result(trial.results, result)
+        if iteration > trial.fed_iteration:  # not a result the searcher and scheduler saw before a restart
+            trial.fed_iteration = iteration
+            self.searcher.on_result(trial.trial_id, result)
+            decision = Decision(self.scheduler.on_result(trial.trial_id, result))
+        else:
+            decision = Decision.CONTINUE
+        if self._stop_reached(trial.trial_id, result):
+            decision = Decision.STOP
+        if checkpoint is not None:
+            trial.checkpoint, trial.checkpoint_iteration = checkpoint, iteration
+            if self.checkpoint_config is not None and self.checkpoint_config.num_to_keep is not None:
+                self._checkpoint_manager(trial).register(checkpoint, result)
+        if decision is Decision.STOP:
+            self._end(trial, "TERMINATED")
+        elif decision is Decision.PAUSE:
+            self._pause(trial)
+        self._drain()
+        record = {"e": "report", "t": trial.trial_id, "m": result}
+        if checkpoint is not None and self._journal is not None:  # relative: the folder may move
+            record["c"] = os.path.relpath(checkpoint, self.path)
+        self._log(record, sync=decision is not Decision.CONTINUE)
+        return decision
+
+    def _tell(self, trial: Trial, error: str | None) -> None:
+        if error is None:
+            self._end(trial, "TERMINATED")
+        else:
+            trial.error = error
+            trial.num_failures += 1
+            if self.max_failures == -1 or trial.num_failures <= self.max_failures:
+                self._running.discard(trial.trial_id)
+                trial.status = "PENDING"
+                self._queue.append(trial.trial_id)
+            else:
+                self._end(trial, "ERROR")
+        self._drain()
+        self._log({"e": "tell", "t": trial.trial_id, "err": error}, sync=True)
+
+    def _restart_interrupted(self) -> None:
+        """After a restore: trials that were running when the experiment was killed start again."""
+        for trial_id in sorted(self._running):
+            self._trials[trial_id].status = "PENDING"
+            self._queue.append(trial_id)
+        self._running.clear()
+
+    def _replay(self, record: dict, line: int) -> None:
+        kind = record.get("e")
+        if kind == "ask":
+            trial = self._ask()
+            got = trial.trial_id if trial is not None else None
+            if got != record["t"] or ("c" in record and normalized(trial.config) != record["c"]):
+                raise RuntimeError(
+                    f"{self.path}: journal line {line}: the restored searcher/scheduler gave trial {got!r} "
+                    f"(config {trial.config if trial else None!r}) where the run gave {record['t']!r} "
+                    f"(config {record.get('c')!r}); restore needs components built as in the original run "
+                    "(same classes and arguments, deterministic given the seed)")
+        elif kind == "report":
+            checkpoint = record.get("c")
+            self._report(self._trials[record["t"]], record["m"],
+                         None if checkpoint is None else os.path.join(self.path, checkpoint))
+        elif kind == "tell":
+            self._tell(self._trials[record["t"]], record["err"])
+        elif kind == "restore":
+            self._restart_interrupted()
+        else:
+            raise RuntimeError(f"{self.path}: journal line {line} has an unknown record kind {kind!r}")
+
+    def _end(self, trial: Trial, status: str) -> None:
+        """The trial ended for good: tell the searcher and scheduler; keep only its best checkpoints."""
+        self._running.discard(trial.trial_id)
+        self._paused.pop(trial.trial_id, None)
+        trial.status = status
+        error = status == "ERROR"
+        self.searcher.on_complete(trial.trial_id, trial.last_result, error=error)
+        self.scheduler.on_complete(trial.trial_id, trial.last_result, error=error)
+        manager = self._checkpoints.pop(trial.trial_id, None)
+        if manager is not None:  # the trial will not resume: its latest checkpoint may go if not among the best
+            manager.finish()
+            trial.checkpoint = manager.latest
+
+    def _checkpoint_manager(self, trial: Trial):
+        manager = self._checkpoints.get(trial.trial_id)
+        if manager is None:
+            from .checkpoint import CheckpointManager
+            cc = self.checkpoint_config
+            manager = self._checkpoints[trial.trial_id] = CheckpointManager(
+                cc.num_to_keep, cc.checkpoint_score_attribute, cc.checkpoint_score_order)
+        return manager
+
+    def _pause(self, trial: Trial) -> None:
+        self._running.discard(trial.trial_id)
+        trial.status = "PAUSED"
+        self._paused[trial.trial_id] = None
+
+    def _drain(self) -> None:
+        """Apply the scheduler's decisions about trials other than the one reporting."""
+        while decisions := self.scheduler.take_decisions():
+            for trial_id, decision in decisions.items():
+                trial = self._trials.get(trial_id)
+                if trial is None or trial.is_finished:
+                    continue
+                decision = Decision(decision)
+                if decision is Decision.STOP:
+                    if trial.status == "RUNNING":
+                        self._actions[trial_id] = decision
+                    if trial.status == "PENDING":
+                        self._queue.remove(trial_id)
+                    self._end(trial, "TERMINATED")
+                elif decision is Decision.PAUSE and trial.status == "RUNNING":
+                    self._actions[trial_id] = decision
+                    self._pause(trial)
+                elif decision is Decision.CONTINUE and trial.status == "PAUSED":
+                    del self._paused[trial_id]
+                    trial.status = "PENDING"
+                    self._queue.append(trial_id)
+
+    def _stop_stranded(self) -> None:
+        """The searcher is done, nothing runs, and the scheduler resumes none of the paused trials: they
+        would wait forever, so they end as they are (TERMINATED, their last result final)."""
+        for trial_id in list(self._paused):
+            self._end(self._trials[trial_id], "TERMINATED")
+        self._drain()
+
+    def _stop_reached(self, trial_id: str, result: dict) -> bool:
+        if self.stop is None:
+            return False
+        if isinstance(self.stop, dict):
+            return any(key in result and result[key] >= threshold for key, threshold in self.stop.items())
+        return bool(self.stop(trial_id, result))
+
+    def _checkpoint_path(self, trial: Trial, checkpoint, iteration: int) -> str | None:
+        if checkpoint is None or isinstance(checkpoint, str):
+            return checkpoint
+        if isinstance(checkpoint, os.PathLike):
+            return os.fspath(checkpoint)
+        if isinstance(checkpoint, dict):
+            if trial.trial_dir is None:
+                raise ValueError("report: a checkpoint dict needs a folder to be saved in; create the "
+                                 "Experiment with storage_path, or pass the path of a checkpoint you saved")
+            from .checkpoint import write_checkpoint
+            return write_checkpoint(checkpoint, trial.trial_dir, iteration).path
+        if isinstance(getattr(checkpoint, "path", None), str):
+            return checkpoint.path
+        raise TypeError(f"report: checkpoint must be a path, a tune.Checkpoint or a dict, got {type(checkpoint).__name__}")
+
+
+def _store_result(results: list, result: dict) -> None:
+    """Append ``result``, or replace the result of the same iteration reported before a restart."""
+    iteration = result["training_iteration"]
+    if results and results[-1]["training_iteration"] >= iteration:
+        for i in range(len(results) - 1, -1, -1):
+            if results[i]["training_iteration"] == iteration:
+                results[i] = result
+                return
+    results.append(result)
+
+
+def save_components(path: str, given: dict) -> None:
+    """Pickle what restore needs and cannot read from the journal; what does not pickle is left out (restore
+    then asks for it by name)."""
+    saved, reasons = {}, {}
+    for key, value in given.items():
+        try:
+            saved[key] = pickle.dumps(value)
+        except Exception as e:  # a lambda, a local class, an open file, ...: restore asks for it
+            reasons[key] = f"{type(e).__name__}: {e}"
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump({"saved": saved, "unsaved": reasons}, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def load_components(path: str, given: dict, keys) -> dict:
+    """``keys`` from ``given`` where not None, else from what :func:`save_components` saved."""
+    with open(path, "rb") as f:
+        stored = pickle.load(f)
+    components = {}
+    for key in keys:
+        if given.get(key) is not None:
+            components[key] = given[key]
+        elif key in stored["saved"]:
+            components[key] = pickle.loads(stored["saved"][key])
+        else:
+            raise ValueError(f"the experiment's {key} could not be saved ({stored['unsaved'][key]}); "
+                             f"pass {key}= (built as in the original run) to restore it")
+    return components

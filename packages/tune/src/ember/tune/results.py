@@ -1,0 +1,228 @@
+"""The outcome of an experiment: one :class:`Result` per trial, gathered in a :class:`ResultGrid`.
+
+>>> from ember import tune
+>>> exp = tune.Experiment({"x": tune.grid_search([1, 2, 3])}, metric="loss", mode="min", seed=0)
+>>> while (trial := exp.ask()) is not None:
+...     exp.tell(trial, {"loss": (trial.config["x"] - 2) ** 2})
+>>> grid = exp.results()
+>>> len(grid), grid.num_terminated, grid.get_best_result().config
+(3, 3, {'x': 2})
+>>> print(grid.table())  # doctest: +NORMALIZE_WHITESPACE
+trial_id  status      x  loss  training_iteration
+00000     TERMINATED  1  1     1
+00001     TERMINATED  2  0     1
+00002     TERMINATED  3  1     1
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+
+from .journal import _default
+
+#: the result keys every result has, shown after the metric in tables
+_BOOKKEEPING = ("training_iteration", "trial_id", "timestamp", "time_total_s")
+
+
+@dataclasses.dataclass
+class Result:
+    """One trial's outcome: ``config``, ``metrics`` (its last result), ``metrics_history`` (every result, in
+    order), ``checkpoint`` (path of its latest kept checkpoint), ``error`` (traceback text if it ended in
+    ERROR), ``path`` (its folder), ``trial_id``, ``status`` and ``num_failures``."""
+    config: dict
+    metrics: dict
+    metrics_history: list
+    checkpoint: str | None
+    error: str | None
+    path: str | None
+    trial_id: str
+    status: str
+    num_failures: int = 0
+
+    @classmethod
+    def from_trial(cls, trial) -> Result:
+        return cls(config=trial.config, metrics=dict(trial.last_result or {}),
+                   metrics_history=[dict(r) for r in trial.results], checkpoint=trial.checkpoint,
+                   error=trial.error if trial.status == "ERROR" else None, path=trial.trial_dir,
+                   trial_id=trial.trial_id, status=trial.status, num_failures=trial.num_failures)
+
+
+class ResultGrid:
+    """The results of an experiment's trials: iterate, index, pick the best, print, export, plot."""
+
+    def __init__(self, results: list, metric: str | None = None, mode: str | None = None, path: str | None = None):
+        self._results, self.metric, self.mode, self.path = list(results), metric, mode, path
+
+    @classmethod
+    def from_trials(cls, trials, metric, mode, path) -> ResultGrid:
+        return cls([Result.from_trial(t) for t in trials], metric, mode, path)
+
+    def __len__(self):
+        return len(self._results)
+
+    def __getitem__(self, i) -> Result:
+        return self._results[i]
+
+    def __iter__(self):
+        return iter(self._results)
+
+    def __repr__(self):
+        return (f"ResultGrid({len(self)} trials: {self.num_terminated} terminated, {self.num_errors} errored; "
+                f"metric={self.metric!r}, mode={self.mode!r})")
+
+    @property
+    def errors(self) -> list:
+        """The traceback texts of the trials that ended in ERROR."""
+        return [r.error for r in self._results if r.status == "ERROR"]
+
+    @property
+    def num_errors(self) -> int:
+        """How many trials ended in ERROR."""
+        return sum(r.status == "ERROR" for r in self._results)
+
+    @property
+    def num_terminated(self) -> int:
+        """How many trials ended normally (finished or stopped early)."""
+        return sum(r.status == "TERMINATED" for r in self._results)
+
+    def get_best_result(self, metric: str | None = None, mode: str | None = None, scope: str = "last",
+                        filter_nan_and_inf: bool = True) -> Result:
+        """The trial with the best ``metric`` (default: the experiment's) in ``mode``.
+
+        ``scope="last"`` compares each trial's last result, ``"all"`` its best result over all iterations.
+        NaN and infinite values are skipped unless ``filter_nan_and_inf=False``.
+        """
+        metric = metric or self.metric
+        mode = mode or self.mode
+        if metric is None or mode not in ("min", "max"):
+            raise ValueError("get_best_result: give metric= and mode= ('min' or 'max'); the experiment has "
+                             f"metric={self.metric!r}, mode={self.mode!r}")
+        if scope not in ("last", "all"):
+            raise ValueError(f"get_best_result: scope must be 'last' or 'all', got {scope!r}")
+        sign = 1.0 if mode == "max" else -1.0
+        best, best_score = None, -math.inf
+        for result in self._results:
+            history = result.metrics_history if scope == "all" else result.metrics_history[-1:]
+            for r in history:
+                if metric not in r:
+                    continue
+                value = float(r[metric])
+                if filter_nan_and_inf and not math.isfinite(value):
+                    continue
+                if best is None or sign * value > best_score:
+                    best, best_score = result, sign * value
+        if best is None:
+            raise RuntimeError(f"get_best_result: no trial reported {metric!r}"
+                               + (" as a finite value" if filter_nan_and_inf else "")
+                               + f" ({len(self)} trials, {self.num_errors} errored)")
+        return best
+
+    # ---------------------------------------------------------------- tables and exports
+
+    def _rows(self) -> tuple:
+        """``(columns, rows)``: one row per trial, config flattened to "a/b" columns, last metrics after."""
+        configs = [_flatten(r.config) for r in self._results]
+        config_cols = _union(c.keys() for c in configs)
+        metric_keys = _union(r.metrics.keys() for r in self._results)
+        first = [k for k in (self.metric, *_BOOKKEEPING) if k in metric_keys]
+        metric_cols = first + [k for k in metric_keys if k not in first]
+        columns = ["trial_id", "status", "num_failures", *(f"config/{k}" for k in config_cols), *metric_cols, "error"]
+        rows = [[r.trial_id, r.status, r.num_failures, *(c.get(k) for k in config_cols),
+                 *(r.metrics.get(k) for k in metric_cols), r.error]
+                for r, c in zip(self._results, configs)]
+        return columns, rows
+
+    def table(self, max_rows: int | None = None) -> str:
+        """A text table: trial id, status, the config's values, the metric and ``training_iteration``
+        (and the failure count when any failed); at most ``max_rows`` trials, best first when given."""
+        header, rows = self.table_cells(max_rows)
+        lines = [header] + rows
+        widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+        return "\n".join("  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() for line in lines)
+
+    def table_cells(self, max_rows: int | None = None) -> tuple:
+        """``(header, rows)`` of :meth:`table`, every cell a string."""
+        results = self._results
+        if max_rows is not None and self.metric is not None:
+            sign = -1.0 if self.mode == "max" else 1.0
+            results = sorted(results, key=lambda r: (self.metric not in r.metrics,
+                                                     sign * float(r.metrics.get(self.metric, 0.0))))[:max_rows]
+        configs = [_flatten(r.config) for r in results]
+        config_cols = _union(c.keys() for c in configs)
+        shown = [k for k in (self.metric, "training_iteration") if k is not None]
+        failures = any(r.num_failures for r in results)
+        header = ["trial_id", "status", *config_cols, *shown] + (["failures"] if failures else [])
+        rows = [[r.trial_id, r.status, *(_cell(c.get(k)) for k in config_cols),
+                 *(_cell(r.metrics.get(k)) for k in shown)] + ([str(r.num_failures)] if failures else [])
+                for r, c in zip(results, configs)]
+        return header, rows
+
+    def to_csv(self, path: str) -> None:
+        """One row per trial: id, status, failures, ``config/<param>`` columns, the last metrics, the error."""
+        columns, rows = self._rows()
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(columns)
+            writer.writerows([["" if v is None else _plain(v) for v in row] for row in rows])
+
+    def to_json(self, path: str) -> None:
+        """Everything: metric, mode and, per trial, config, status, last metrics, full history, checkpoint,
+        error and folder."""
+        data = {"metric": self.metric, "mode": self.mode, "path": self.path,
+                "trials": [dataclasses.asdict(r) for r in self._results]}
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, default=_default)
+
+    def get_dataframe(self):
+        """The CSV's table as a pandas DataFrame (needs pandas, which ember.tune does not depend on)."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError("ResultGrid.get_dataframe needs pandas: pip install pandas "
+                              "(or use to_csv / to_json, which need nothing)") from None
+        columns, rows = self._rows()
+        return pandas.DataFrame(rows, columns=columns)
+
+    def plot_learning_curves(self, *args, **kwargs):
+        """Each trial's metric against ``training_iteration``: see :func:`ember.tune.plot_learning_curves`."""
+        from .plot import plot_learning_curves
+        return plot_learning_curves(self, *args, **kwargs)
+
+    def plot_best_over_time(self, *args, **kwargs):
+        """The best metric so far against time: see :func:`ember.tune.plot_best_over_time`."""
+        from .plot import plot_best_over_time
+        return plot_best_over_time(self, *args, **kwargs)
+
+
+def _flatten(config: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}/"))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _union(key_lists) -> list:
+    seen = {}
+    for keys in key_lists:
+        seen.update(dict.fromkeys(keys))
+    return list(seen)
+
+
+def _plain(value):
+    """A CSV/table cell's value: numbers and strings as they are, anything else as JSON text."""
+    if isinstance(value, (str, int, float)):
+        return value
+    return json.dumps(value, default=_default)
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(_plain(value))
