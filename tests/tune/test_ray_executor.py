@@ -284,3 +284,42 @@ class Unpicklable:
 
     def __call__(self, config):
         pass
+
+
+def hyperband_trainable(config):
+    """Reports (x - 0.3)^2 + 1/step, a checkpoint every step; resumes from it; x < -0.8 raises."""
+    start = tune.get_checkpoint()
+    step = resumed_at = int(start.to_dict()["step"].item()) if start is not None else 0
+    if config["x"] < -0.8:
+        raise ValueError(f"x={config['x']:.3f} is out of range")
+    while step < 4:
+        step += 1
+        tune.report({"loss": (config["x"] - 0.3) ** 2 + 1.0 / step, "resumed_at": resumed_at},
+                    checkpoint={"step": ember.tensor(step)})
+
+
+@pytest.mark.timeout(180)  # a small experiment: ~12 actor starts (pauses resume in fresh ones)
+def test_tuner_runs_a_hyperband_experiment_on_ray(ray, tmp_path):
+    space = {"x": tune.grid_search([0.0, 0.3, -0.5, 0.7, -0.9])}
+    tuner = tune.Tuner(hyperband_trainable, param_space=space,
+                       tune_config=tune.TuneConfig(metric="loss", mode="min", executor="ray",
+                                                   scheduler=tune.HyperBandScheduler(max_t=4, reduction_factor=2)),
+                       run_config=tune.RunConfig(storage_path=str(tmp_path), name="hb", verbose=0))
+    grid = tuner.fit()
+    assert ray.is_initialized()  # the executor used the running instance and left it running
+    by_x = {r.config["x"]: r for r in grid}
+    assert by_x[-0.9].status == "ERROR" and "ValueError: x=-0.900 is out of range" in by_x[-0.9].error
+    assert grid.num_errors == 1 and grid.num_terminated == 4
+    best = grid.get_best_result()
+    assert best.config["x"] == 0.3
+    # the best trial ran to max_t; its iterations are numbered on across pauses
+    assert [m["training_iteration"] for m in best.metrics_history] == [1, 2, 3, 4]
+    assert best.metrics["loss"] == pytest.approx(0.25)
+    # a rung of Hyperband's first bracket (0.0, 0.3, -0.5, 0.7) promoted two trials, at least one of them paused
+    # before: it resumed in a fresh actor from its checkpoint
+    assert any(m["resumed_at"] > 0 for r in grid for m in r.metrics_history)
+    for r in grid:  # a resumed run starts where its checkpoint was taken
+        for before, after in zip(r.metrics_history, r.metrics_history[1:]):
+            assert after["resumed_at"] in (before["resumed_at"], before["training_iteration"])
+    assert min(len(r.metrics_history) for r in grid if r.error is None) < 4  # Hyperband dropped some early
+    assert os.path.exists(best.checkpoint)
