@@ -24,7 +24,14 @@ def ray():
                                             "the Ray executor cannot be tested without it")
     # the trainables below are shipped by value: Ray's workers need not import this test module
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    # one GPU Ray believes in (none is needed: Ray only counts it and sets CUDA_VISIBLE_DEVICES); Ray refuses a
+    # GPU that CUDA_VISIBLE_DEVICES hides, so the variable is lifted while Ray starts
+    hidden = os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    try:
+        ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    finally:
+        if hidden is not None:
+            os.environ["CUDA_VISIBLE_DEVICES"] = hidden
     yield ray
     ray.shutdown()
     ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
@@ -200,8 +207,8 @@ def test_stop_kills_a_running_trial_and_frees_its_resources(executor_for, tmp_pa
 
 def test_free_slots_follow_cluster_resources_and_max_concurrent(executor_for, tmp_path):
     executor = executor_for(sleeper, max_concurrent=2)
-    with pytest.raises(ValueError, match="asks for 1 GPU but the whole Ray cluster has 0"):
-        executor.has_free_slot({"cpu": 1, "gpu": 1})
+    with pytest.raises(ValueError, match="asks for 2 GPU but the whole Ray cluster has 1"):
+        executor.has_free_slot({"cpu": 1, "gpu": 2})
     with pytest.raises(ValueError, match="asks for 3 CPU but the whole Ray cluster has 2"):
         executor.has_free_slot({"cpu": 3, "gpu": 0})
     with pytest.raises(ValueError, match="'cpu' must be a non-negative number"):
@@ -214,6 +221,23 @@ def test_free_slots_follow_cluster_resources_and_max_concurrent(executor_for, tm
     assert not executor.has_free_slot({"cpu": 0, "gpu": 0})  # max_concurrent=2 reached
     events = next_events(executor, 2)
     assert sorted(e.trial_id for e in events) == ["00009", "00010"]  # both run at once
+
+
+def report_gpus(config):
+    tune.report({"cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")})
+    time.sleep(600)
+
+
+def test_gpus_are_ray_resources(executor_for, tmp_path):
+    executor = executor_for(report_gpus)
+    executor.start(trial(tmp_path, "00016", {}, resources={"cpu": 1, "gpu": 1}))
+    assert not executor.has_free_slot({"cpu": 0, "gpu": 1})  # the cluster's one GPU is held
+    assert not executor.has_free_slot({"cpu": 0, "gpu": 0.5})
+    executor.start(trial(tmp_path, "00017", {}, resources={"cpu": 1, "gpu": 0}))
+    seen = {e.trial_id: e.metrics["cuda_visible_devices"] for e in next_events(executor, 2)}
+    assert seen == {"00016": "0", "00017": ""}  # Ray's pick for the GPU trial; no GPU for the other
+    executor.stop("00016")
+    assert executor.has_free_slot({"cpu": 0, "gpu": 1})
 
 
 def test_checkpoints_travel_through_ray_without_shared_storage(executor_for, tmp_path):

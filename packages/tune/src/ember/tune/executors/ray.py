@@ -114,6 +114,8 @@ class _TrialActor:
                     _write_atomic(checkpoint, checkpoint_data)
                 run = dataclasses.replace(run, trial_dir=local_dir, checkpoint=checkpoint)
             os.makedirs(run.trial_dir, exist_ok=True)
+            if not run.resources.get("gpu"):  # as in a local trial process: no GPU asked, none seen
+                os.environ["CUDA_VISIBLE_DEVICES"] = ""
             outcome = session.run_trial(trainable, run, self._channel(trial_id, copy=local_dir is not None))
             final = ExecutorEvent(outcome.kind, trial_id, metrics=outcome.metrics, error=outcome.error)
         except BaseException:  # noqa: BLE001 -- whatever ends the trial is reported, never lost
@@ -179,7 +181,8 @@ class RayExecutor(Executor):
             ``runtime_env``, ``include_dashboard``, ...).
 
     A trial's ``resources`` ({"cpu": n, "gpu": m}) become the actor's ``num_cpus`` / ``num_gpus`` (see
-    :func:`ray_resources`); Ray picks the GPUs and sets ``CUDA_VISIBLE_DEVICES`` in the trial's process. The
+    :func:`ray_resources`); Ray picks the GPUs and sets ``CUDA_VISIBLE_DEVICES`` in the trial's process (empty
+    for a trial that asks for no GPU, as with the local executor). The
     trainable is pickled once (with Ray's cloudpickle) and must be importable or picklable on every node. A
     trial whose worker process dies is an "error" event with what Ray knows (pid, node, exit type; Ray does not
     pass the exit code on; the worker's stderr is in Ray's logs).
