@@ -347,3 +347,64 @@ def test_tuner_runs_a_hyperband_experiment_on_ray(ray, tmp_path):
             assert after["resumed_at"] in (before["resumed_at"], before["training_iteration"])
     assert min(len(r.metrics_history) for r in grid if r.error is None) < 4  # Hyperband dropped some early
     assert os.path.exists(best.checkpoint)
+
+
+DRIVER = '''
+import json, os, signal, sys, time
+from ember import tune
+from ember.tune.executors.ray import RayExecutor
+
+mode, address, storage = sys.argv[1:4]
+
+
+def train(config):
+    with open(os.path.join(config["log_dir"], "runs.log"), "a") as f:
+        f.write(f"{config['x']}\\n")
+    for step in range(1, 4):
+        if config["x"] == 3.0 and step == 2 and not os.path.exists(os.path.join(config["log_dir"], "driver_killed")):
+            open(os.path.join(config["log_dir"], "driver_killed"), "w").close()
+            os.kill(config["driver_pid"], signal.SIGKILL)  # the driver dies; Ray ends its actors
+            time.sleep(60)
+        tune.report({"loss": config["x"] + 1 / step})
+
+
+if mode == "run":
+    tune.Tuner(train, param_space={"x": tune.grid_search([1.0, 2.0, 3.0]), "driver_pid": os.getpid(), "log_dir": storage},
+               tune_config=tune.TuneConfig(metric="loss", mode="min",
+                                           executor=RayExecutor(address, max_concurrent=1)),
+               run_config=tune.RunConfig(storage_path=storage, name="killed", verbose=0)).fit()
+else:
+    import ray
+    grid = tune.Tuner.restore(os.path.join(storage, "killed"), train).fit()
+    print(json.dumps({"joined_and_left": not ray.is_initialized(),
+                      "trials": {str(r.config["x"]): [r.status, r.metrics["loss"]] for r in grid}}))
+'''
+
+
+@pytest.mark.timeout(150)  # two drivers join the module's Ray instance; four trial actors
+def test_driver_killed_then_restored_on_a_running_cluster(ray, tmp_path):
+    import json
+    import subprocess
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    address = ray.get_runtime_context().gcs_address
+
+    def driver(mode):
+        return subprocess.run([sys.executable, str(script), mode, address, str(tmp_path)], capture_output=True,
+                              text=True, timeout=60)
+
+    first = driver("run")
+    assert first.returncode == -signal.SIGKILL, first.stderr  # killed by its trial 00002
+    deadline = time.monotonic() + 30
+    while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ray.available_resources().get("CPU", 0) == 2  # Ray ended the dead driver's trial: no orphan holds a CPU
+    second = driver("restore")
+    assert second.returncode == 0, second.stderr
+    out = json.loads(second.stdout.strip().splitlines()[-1])
+    assert out["joined_and_left"]  # the executor joined the cluster by address and disconnected at the end
+    assert out["trials"] == {"1.0": ["TERMINATED", pytest.approx(1 + 1 / 3)],
+                             "2.0": ["TERMINATED", pytest.approx(2 + 1 / 3)],
+                             "3.0": ["TERMINATED", pytest.approx(3 + 1 / 3)]}
+    # the finished trials were not run again; the one running at the kill was
+    assert (tmp_path / "runs.log").read_text().split() == ["1.0", "2.0", "3.0", "3.0"]
