@@ -20,8 +20,8 @@ pytestmark = pytest.mark.timeout(90)
 
 @pytest.fixture(scope="module")
 def ray():
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install ember-tune[ray]); "
-                                            "the Ray executor cannot be tested without it")
+    ray = pytest.importorskip("ray", exc_type=ImportError, reason="Ray cannot be imported (pip install ember-tune[ray]): "
+                                                                 "the Ray executor cannot be tested without it")
     # the trainables below are shipped by value: Ray's workers need not import this test module
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     # one GPU Ray believes in (none is needed: Ray only counts it and sets CUDA_VISIBLE_DEVICES); Ray refuses a
