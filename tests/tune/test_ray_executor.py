@@ -20,8 +20,9 @@ pytestmark = pytest.mark.timeout(90)
 
 @pytest.fixture(scope="module")
 def ray():
-    ray = pytest.importorskip("ray", exc_type=ImportError, reason="Ray cannot be imported (pip install ember-tune[ray]): "
-                                                                 "the Ray executor cannot be tested without it")
+    ray = pytest.importorskip("ray", exc_type=ImportError,
+                              reason="Ray cannot be imported (pip install ember-tune[ray]): "
+                                     "the Ray executor cannot be tested without it")
     # the trainables below are shipped by value: Ray's workers need not import this test module
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     # one GPU Ray believes in (none is needed: Ray only counts it and sets CUDA_VISIBLE_DEVICES); Ray refuses a
@@ -202,7 +203,8 @@ def test_stop_kills_a_running_trial_and_frees_its_resources(executor_for, tmp_pa
     assert executor.poll(timeout=0.5) == []  # no further events from a stopped trial
     assert executor.has_free_slot({"cpu": 2})
     executor.start(trial(tmp_path, "00007", {"steps": 1}, resources={"cpu": 2, "gpu": 0}))
-    assert [(e.kind, e.trial_id) for e in next_events(executor, 1)] == [("result", "00007")]  # the CPUs came back: a trial needing both of them started
+    # the CPUs came back: a trial needing both of them started
+    assert [(e.kind, e.trial_id) for e in next_events(executor, 1)] == [("result", "00007")]
 
 
 def test_free_slots_follow_cluster_resources_and_max_concurrent(executor_for, tmp_path):
@@ -369,7 +371,8 @@ def train(config):
 
 
 if mode == "run":
-    tune.Tuner(train, param_space={"x": tune.grid_search([1.0, 2.0, 3.0]), "driver_pid": os.getpid(), "log_dir": storage},
+    space = {"x": tune.grid_search([1.0, 2.0, 3.0]), "driver_pid": os.getpid(), "log_dir": storage}
+    tune.Tuner(train, param_space=space,
                tune_config=tune.TuneConfig(metric="loss", mode="min",
                                            executor=RayExecutor(address, max_concurrent=1)),
                run_config=tune.RunConfig(storage_path=storage, name="killed", verbose=0)).fit()

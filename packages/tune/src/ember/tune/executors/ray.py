@@ -41,7 +41,7 @@ def _import_ray():
     try:
         import ray
     except ImportError as exc:
-        raise ImportError("RayExecutor needs Ray, which is not installed: run `pip install ember-tune[ray]` "
+        raise ImportError("RayExecutor needs Ray, which could not be imported: run `pip install ember-tune[ray]` "
                           f"(or `pip install 'ray>=2.9'`); the import failed with: {exc}") from exc
     return ray
 
