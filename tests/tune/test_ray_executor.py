@@ -113,8 +113,9 @@ def test_stop_decision_ends_the_trial(executor_for, tmp_path):
     assert executor.has_free_slot({"cpu": 2})  # the trial's CPU went back
 
 
-def test_pause_then_resume_from_checkpoint(executor_for, tmp_path):
-    executor = executor_for(counting)
+@pytest.mark.parametrize("shared_storage", [None, True])  # found out, or taken on the user's word
+def test_pause_then_resume_from_checkpoint(executor_for, tmp_path, shared_storage):
+    executor = executor_for(counting, shared_storage=shared_storage)
     executor.start(trial(tmp_path, "00002", {"steps": 4}))
     first = drive(executor, lambda e: Decision.PAUSE if e.metrics["training_iteration"] == 2 else Decision.CONTINUE)
     assert [e.kind for e in first] == ["result", "result", "paused"]
