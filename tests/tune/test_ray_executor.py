@@ -145,6 +145,19 @@ def test_error_comes_back_with_its_traceback(executor_for, tmp_path):
     assert "in failing" in events[1].error  # the frame of the trainable that raised
 
 
+def test_a_trainable_the_workers_cannot_load_is_an_error(executor_for, tmp_path, monkeypatch):
+    (tmp_path / "driver_only_module.py").write_text("def train(config):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # importable here, not in Ray's workers: pickled by reference
+    from driver_only_module import train
+    executor = executor_for(train)
+    executor.start(trial(tmp_path, "00018", {}))
+    events = drive(executor)
+    assert [e.kind for e in events] == ["error"]
+    assert "could not be loaded in the trial's Ray worker" in events[0].error
+    assert "No module named 'driver_only_module'" in events[0].error
+    assert "\x1b[" not in events[0].error  # no terminal colour codes
+
+
 def returns_unpicklable(config):
     tune.report({"loss": 1.0})
     return {"loss": 0.5, "lock": threading.Lock()}

@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import os
 import queue
+import re
 import shutil
 import tempfile
 import traceback
@@ -76,6 +77,11 @@ def _needs(options: dict) -> dict:
     return needs
 
 
+def _plain_text(text: str) -> str:
+    """``text`` without the terminal colour codes Ray puts in its error messages."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
 def _write_atomic(path: str, data: bytes) -> None:
     tmp = f"{path}.tmp-{uuid.uuid4().hex}"
     with open(tmp, "wb") as f:
@@ -106,6 +112,11 @@ class _TrialActor:
         trial_id, local_dir = run.trial_id, None
         try:
             trainable = ray.get(trainable_ref[0])
+        except BaseException:  # noqa: BLE001
+            self._events.put((ExecutorEvent("error", trial_id, error="the trainable could not be loaded in the "
+                                            "trial's Ray worker:\n" + _plain_text(traceback.format_exc())), None))
+            return
+        try:
             if marker is None or not os.path.exists(marker):
                 local_dir = tempfile.mkdtemp(prefix=f"ember-tune-{trial_id}-")
                 checkpoint = None
@@ -291,14 +302,16 @@ class RayExecutor(Executor):
         ray, trial = self._ray, self._trials[trial_id]
         try:
             got = ray.get(ref, timeout=0)
-        except ray.exceptions.RayActorError as exc:
+        except ray.exceptions.RayError as exc:
             self._end(trial_id)
-            return [ExecutorEvent("error", trial_id, error=f"trial {trial_id}: its Ray worker process died before "
-                                                             f"the trainable ended.\n{exc}")]
-        except ray.exceptions.RayError as exc:  # e.g. what the trial sent could not be pickled
-            self._end(trial_id)
-            return [ExecutorEvent("error", trial_id, error=f"trial {trial_id}: what it sent could not come back "
-                                                             f"through Ray.\n{exc}")]
+            if getattr(exc, "actor_init_failed", False):
+                why = ("its Ray actor could not be created (is ember-tune installed on every node, or shipped "
+                       "with runtime_env?)")
+            elif isinstance(exc, ray.exceptions.RayActorError):
+                why = "its Ray worker process died before the trainable ended"
+            else:  # e.g. what the trial sent could not be pickled
+                why = "what it sent could not come back through Ray"
+            return [ExecutorEvent("error", trial_id, error=f"trial {trial_id}: {why}.\n{_plain_text(str(exc))}")]
         events = []
         for event, data in got:
             if data is not None:  # a checkpoint written on a worker that cannot see the trial folder
