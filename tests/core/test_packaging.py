@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "packages" / "core"
 NN = ROOT / "packages" / "nn"
 DATA = ROOT / "packages" / "data"
+TUNE = ROOT / "packages" / "tune"
 BUILD_TIMEOUT = 300  # the first build fetches hatchling, the first install numpy & co. from PyPI
 RUN_TIMEOUT = 120
 
@@ -100,11 +101,13 @@ def wheels(tmp_path_factory, uv) -> dict:
     sh(uv, "build", "--quiet", "--wheel", "--out-dir", dist, fakeext, timeout=BUILD_TIMEOUT)
     sh(uv, "build", "--quiet", "--wheel", "--out-dir", dist, NN, timeout=BUILD_TIMEOUT)
     sh(uv, "build", "--quiet", "--wheel", "--out-dir", dist, DATA, timeout=BUILD_TIMEOUT)
+    sh(uv, "build", "--quiet", "--wheel", "--out-dir", dist, TUNE, timeout=BUILD_TIMEOUT)
     (core,) = dist.glob("ember_core-*.whl")
     (ext,) = dist.glob("ember_fakeext-*.whl")
     (nn,) = dist.glob("ember_nn-*.whl")
     (data,) = dist.glob("ember_data-*.whl")
-    return {"core": core, "fakeext": ext, "nn": nn, "data": data}
+    (tune,) = dist.glob("ember_tune-*.whl")
+    return {"core": core, "fakeext": ext, "nn": nn, "data": data, "tune": tune}
 
 
 def make_venv(uv, path: Path, *wheels) -> Path:
@@ -273,3 +276,36 @@ def test_core_and_data_wheels_load_batches_with_workers_in_a_fresh_env(tmp_path,
     batches, missing_nn = out.splitlines()
     assert batches == "[[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]"
     assert "install ember-nn" in missing_nn  # ember-data needs only ember-core
+
+
+def test_core_and_tune_wheels_run_an_experiment_in_a_fresh_env(tmp_path, uv, wheels):
+    with zipfile.ZipFile(wheels["tune"]) as whl:
+        names = set(whl.namelist())
+    assert "ember/tune/tuner.py" in names and "ember/__init__.py" not in names
+    python = make_venv(uv, tmp_path / "venv", wheels["core"], wheels["tune"])
+    script = tmp_path / "experiment.py"  # a file, so that trial processes can import the trainable
+    script.write_text(textwrap.dedent("""
+        import sys
+
+        import ember
+        from ember import tune
+
+        def train(config):
+            for step in range(3):
+                tune.report({"loss": (config["x"] - 0.25) ** 2 + 1.0 / (step + 1)})
+
+        if __name__ == "__main__":
+            tuner = tune.Tuner(train, param_space={"x": tune.grid_search([0.0, 0.25, 1.0])},
+                               tune_config=tune.TuneConfig(metric="loss", mode="min", max_concurrent_trials=2),
+                               run_config=tune.RunConfig(storage_path=sys.argv[1], name="exp", verbose=0))
+            results = tuner.fit()
+            print(len(results), results.get_best_result().config["x"])
+            try:
+                ember.nn
+            except AttributeError as exc:
+                print(exc)
+    """))
+    out = sh(python, script, tmp_path / "results")
+    trials, missing_nn = out.splitlines()[-2:]
+    assert trials == "3 0.25"
+    assert "install ember-nn" in missing_nn  # ember-tune needs only ember-core

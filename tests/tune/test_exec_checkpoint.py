@@ -95,7 +95,7 @@ def test_without_score_the_newest_are_kept(tmp_path):
 
 def test_missing_score_ranks_last(tmp_path):
     m = CheckpointManager(num_to_keep=1, score_attribute="acc")
-    _fill(tmp_path, m, [0.3, None, 0.2])
+    _fill(tmp_path, m, [0.3, None, float("nan"), 0.2])
     m.finish()
     assert _names(os.listdir(tmp_path)) == ["000001"]
 

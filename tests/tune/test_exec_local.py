@@ -1,10 +1,12 @@
-"""LocalExecutor: results, decisions, pause/resume, errors, process death, concurrency, stop, shutdown.
+"""LocalExecutor: results, decisions at the very report, pause/resume, concurrency, resources, stop, shutdown.
 
 The trainables are defined here, in the test module, as a user would define them in a script.
 """
 import os
 import signal
+import sys
 import time
+import types
 
 import pytest
 
@@ -13,10 +15,22 @@ from ember import tune
 from ember.tune import Decision, TrialRun
 from ember.tune.executors.local import LocalExecutor
 
+from .exec_helpers import drive, gone, start_trial, wait_for
+
 pytestmark = pytest.mark.timeout(60)
 
 
+@pytest.fixture
+def executor(tmp_path):
+    ex = LocalExecutor(max_concurrent=2, num_cpus=4)
+    yield ex
+    ex.shutdown(timeout=5.0)
+    assert ex.running == []
+
+
 # -- trainables ---------------------------------------------------------------------------------------------
+
+
 def counting(config):
     """Reports steps with a checkpoint each; resumes from its checkpoint. Leaves a file after each report
     returns, so a test sees exactly which reports the trainable got past."""
@@ -33,24 +47,6 @@ def counting(config):
             open(os.path.join(config["dir"], f"after_{step}"), "w").close()
     finally:
         open(os.path.join(config["dir"], "finally"), "w").close()
-
-
-def failing(config):
-    tune.report({"x": 1})
-    raise ValueError(f"bad lr {config['lr']}")
-
-
-def dying(config):
-    tune.report({"pid": os.getpid()})
-    how = config["how"]
-    if how == "exit":
-        os._exit(3)
-    if how == "sigkill":
-        os.kill(os.getpid(), signal.SIGKILL)
-    if how == "segfault":
-        import ctypes
-        ctypes.string_at(0)
-    time.sleep(50)  # "external": the test kills it
 
 
 def sleeper(config):
@@ -82,55 +78,11 @@ def concurrent(config):
     tune.report({"seen": seen})
 
 
-# -- helpers ------------------------------------------------------------------------------------------------
-def drive(ex, decide=lambda ev: Decision.CONTINUE, limit=45.0):
-    """Poll until no trial is left, answering each result with ``decide(event)``; returns all events."""
-    events, deadline = [], time.monotonic() + limit
-    while ex.running:
-        assert time.monotonic() < deadline, f"trials still running: {ex.running}"
-        for ev in ex.poll(5.0):
-            events.append(ev)
-            if ev.kind == "result":
-                ex.respond(ev.trial_id, decide(ev))
-    return events
-
-
-def gone(pid: int) -> bool:
-    """The process has exited (a zombie counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
-
-
-def wait_for(predicate, limit=20.0):
-    deadline = time.monotonic() + limit
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
-@pytest.fixture
-def executor(tmp_path):
-    ex = LocalExecutor(max_concurrent=2, num_cpus=4)
-    yield ex
-    ex.shutdown(timeout=5.0)
-    assert ex.running == []
-
-
-def _start(ex, trainable, tmp_path, trial_id="00000", config=None, **kwargs):
-    if getattr(ex, "trainable", None) is not trainable:
-        ex.setup(trainable, str(tmp_path))
-    config = {"dir": str(tmp_path), **(config or {})}
-    run = TrialRun(trial_id, config, trial_dir=str(tmp_path / trial_id), **kwargs)
-    ex.start(run)
-    return run
-
-
 # -- results and decisions ----------------------------------------------------------------------------------
+
+
 def test_results_flow_and_complete(executor, tmp_path):
-    _start(executor, counting, tmp_path, config={"steps": 3})
+    start_trial(executor, counting, tmp_path, config={"steps": 3})
     events = drive(executor)
     assert [e.kind for e in events] == ["result"] * 3 + ["complete"]
     assert [e.metrics["training_iteration"] for e in events[:3]] == [1, 2, 3]
@@ -141,7 +93,7 @@ def test_results_flow_and_complete(executor, tmp_path):
 
 @pytest.mark.parametrize("decision, kind", [(Decision.STOP, "stopped"), (Decision.PAUSE, "paused")])
 def test_the_decision_takes_effect_at_that_report(executor, tmp_path, decision, kind):
-    _start(executor, counting, tmp_path, config={"steps": 10})
+    start_trial(executor, counting, tmp_path, config={"steps": 10})
     events = drive(executor, lambda ev: decision if ev.metrics["training_iteration"] == 3 else Decision.CONTINUE)
     assert [e.kind for e in events] == ["result"] * 3 + [kind]
     done = sorted(f for f in os.listdir(tmp_path) if f.startswith("after_"))
@@ -150,11 +102,11 @@ def test_the_decision_takes_effect_at_that_report(executor, tmp_path, decision, 
 
 
 def test_pause_then_resume_from_the_checkpoint(executor, tmp_path):
-    _start(executor, counting, tmp_path, config={"steps": 5})
+    start_trial(executor, counting, tmp_path, config={"steps": 5})
     first = drive(executor, lambda ev: Decision.PAUSE if ev.metrics["training_iteration"] == 2 else Decision.CONTINUE)
     assert first[-1].kind == "paused"
     checkpoint = first[-2].checkpoint
-    _start(executor, counting, tmp_path, config={"steps": 5}, checkpoint=checkpoint, iteration=2)
+    start_trial(executor, counting, tmp_path, config={"steps": 5}, checkpoint=checkpoint, iteration=2)
     second = drive(executor)
     results = [e.metrics for e in second if e.kind == "result"]
     assert [r["training_iteration"] for r in results] == [3, 4, 5]
@@ -164,10 +116,25 @@ def test_pause_then_resume_from_the_checkpoint(executor, tmp_path):
     assert results[0]["pid"] != first[0].metrics["pid"]  # a new process
 
 
+def where(config):
+    tune.report({"cwd": os.getcwd(), "env": os.environ.get("EMBER_TUNE_TEST_VAR"), "dir": os.path.abspath(".")})
+
+
+def test_trials_see_the_drivers_cwd_and_environment_at_their_start(executor, tmp_path, monkeypatch):
+    start_trial(executor, where, tmp_path, trial_id="first")  # the forkserver is running from here on
+    drive(executor)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EMBER_TUNE_TEST_VAR", "42")
+    executor.start(TrialRun("second", {}, trial_dir="relative"))
+    (result, complete) = drive(executor)
+    assert result.metrics["cwd"] == str(tmp_path) and result.metrics["env"] == "42"
+    assert complete.kind == "complete" and os.path.isdir(tmp_path / "relative")
+
+
 def test_respond_only_to_a_waiting_trial(executor, tmp_path):
     with pytest.raises(ValueError, match="not waiting"):
         executor.respond("nope", Decision.CONTINUE)
-    _start(executor, counting, tmp_path, config={"steps": 1})
+    start_trial(executor, counting, tmp_path, config={"steps": 1})
     (ev,) = executor.poll(20.0)
     assert ev.kind == "result"
     executor.respond(ev.trial_id, "continue")
@@ -176,42 +143,32 @@ def test_respond_only_to_a_waiting_trial(executor, tmp_path):
     assert [e.kind for e in drive(executor)] == ["complete"]
 
 
-# -- failures -----------------------------------------------------------------------------------------------
-def test_an_error_comes_back_with_its_traceback_and_others_go_on(executor, tmp_path):
-    executor.setup(failing, str(tmp_path))
-    executor.start(TrialRun("bad", {"lr": 42}, trial_dir=str(tmp_path / "bad")))
-    events = drive(executor)
-    assert [e.kind for e in events] == ["result", "error"]
-    assert "Traceback" in events[1].error and "in failing" in events[1].error
-    assert "ValueError: bad lr 42" in events[1].error
-    _start(executor, counting, tmp_path, trial_id="good", config={"steps": 2})
-    assert drive(executor)[-1].kind == "complete"
-
-
-@pytest.mark.parametrize("how, expected", [("exit", "exit code 3"), ("sigkill", "signal SIGKILL"),
-                                           ("segfault", "signal SIGSEGV"), ("external", "signal SIGKILL")])
-def test_a_dead_process_is_an_error_naming_its_exit(executor, tmp_path, how, expected):
-    _start(executor, dying, tmp_path, config={"how": how})
-    (ev,) = executor.poll(20.0)
-    pid = ev.metrics["pid"]
-    executor.respond(ev.trial_id, Decision.CONTINUE)
-    if how == "external":
-        os.kill(pid, signal.SIGKILL)
-    events = executor.poll(30.0)  # the sentinel wakes the poll: no waiting out its timeout
-    assert [e.kind for e in events] == ["error"]
-    assert expected in events[0].error and str(pid) in events[0].error
-    if how == "segfault":
-        assert "Fatal Python error" in events[0].error and "dying" in events[0].error  # faulthandler's stack
-    assert executor.running == [] and gone(pid)
-    assert not os.path.exists(tmp_path / "00000" / ".faulthandler.txt")
-
-
 def test_an_unpicklable_trainable_is_refused_clearly(tmp_path):
     ex = LocalExecutor(max_concurrent=1)
     with pytest.raises(TypeError, match="define it at module level"):
         ex.setup(lambda config: None, str(tmp_path))
     with pytest.raises(TypeError, match="function trainable"):
         ex.setup(42, str(tmp_path))
+
+
+def test_an_unpicklable_config_is_refused_clearly(executor, tmp_path):
+    executor.setup(counting, str(tmp_path))
+    with pytest.raises(TypeError, match="config must be picklable"):
+        executor.start(TrialRun("a", {"dir": str(tmp_path), "f": lambda: 1}, trial_dir=str(tmp_path / "a")))
+    assert executor.running == []
+
+
+def test_a_trainable_from_an_interactive_session_is_refused_clearly(tmp_path, monkeypatch):
+    main = types.ModuleType("__main__")  # a REPL's or notebook's __main__: no __file__
+
+    def typed_in(config):
+        pass
+
+    typed_in.__module__, typed_in.__qualname__ = "__main__", "typed_in"
+    main.typed_in = typed_in
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    with pytest.raises(TypeError, match="interactive session.*start_method='fork'"):
+        LocalExecutor(max_concurrent=1).setup(typed_in, str(tmp_path))
 
 
 def test_fork_runs_a_closure(tmp_path):
@@ -231,6 +188,8 @@ def test_fork_runs_a_closure(tmp_path):
 
 
 # -- slots, stop, shutdown ----------------------------------------------------------------------------------
+
+
 def test_max_concurrent_is_respected(tmp_path):
     os.makedirs(tmp_path / "running")
     ex = LocalExecutor(max_concurrent=2, num_cpus=8)
@@ -289,7 +248,7 @@ def test_bad_arguments():
 
 
 def test_stop_ends_a_trial_with_no_further_events(executor, tmp_path):
-    _start(executor, sleeper, tmp_path, trial_id="a", config={"ignore_term": True})
+    start_trial(executor, sleeper, tmp_path, trial_id="a", config={"ignore_term": True})
     wait_for(lambda: os.path.exists(tmp_path / "pid_a"))
     pid = int((tmp_path / "pid_a").read_text())
     executor.stop("a")
@@ -310,3 +269,10 @@ def test_shutdown_leaves_no_process_behind(tmp_path):
     assert ex.running == [] and not ex.has_free_slot({"cpu": 1})
     with pytest.raises(RuntimeError, match="shut down"):
         ex.start(TrialRun("c", {"dir": str(tmp_path)}, trial_dir=str(tmp_path / "c")))
+
+
+def test_registered_as_the_local_executor():
+    from ember.tune import registry
+    assert registry.get("executor", "local") is LocalExecutor
+    assert isinstance(registry.resolve("executor", None, max_concurrent=3), LocalExecutor)
+    assert tune.LocalExecutor is LocalExecutor

@@ -174,3 +174,11 @@ def test_trials_cannot_nest(tmp_path):
 
     outcome, _ = _run(outer, tmp_path)
     assert outcome.kind == "error" and "already running in this process" in outcome.error
+
+
+def test_time_total_continues_from_the_run_when_the_executor_knows_it(tmp_path):
+    run = TrialRun("t7", {}, trial_dir=str(tmp_path))
+    run.time_total_s = 100.0  # time spent in the trial's earlier runs
+    channel = Recorder()
+    run_trial(lambda config: tune.report({"a": 1}), run, channel)
+    assert channel.results[0]["time_total_s"] >= 100.0

@@ -30,10 +30,14 @@ def make_curves(n, seed, best=None, second=None):
 
 class Simulation:
     """A run of ``curves`` through ``scheduler`` on ``workers`` slots; every running trial does one iteration
-    per tick. ``errors`` maps a trial index to the iteration at which it raises."""
+    per tick. ``errors`` maps a trial index to the iteration at which it raises. A paused trial told CONTINUE
+    is resumed when :meth:`choose_trial_to_run` names it, or with ``resume_on_continue`` (as the experiment
+    does) at once, before any other."""
 
-    def __init__(self, scheduler, curves, *, workers=4, mode="min", errors=None, restore_at=None, rebuild=None):
+    def __init__(self, scheduler, curves, *, workers=4, mode="min", errors=None, restore_at=None, rebuild=None,
+                 resume_on_continue=False):
         self.scheduler, self.curves, self.workers, self.mode = scheduler, curves, workers, mode
+        self.resume_on_continue, self.resumable = resume_on_continue, []
         self.errors, self.restore_at, self.rebuild = errors or {}, restore_at, rebuild
         self.progress, self.last = {}, {}
         self.running, self.paused, self.ended = [], [], set()
@@ -59,20 +63,25 @@ class Simulation:
                 self.end(trial_id)
             elif decision == Decision.CONTINUE:
                 assert trial_id in self.paused or trial_id in self.running
+                if self.resume_on_continue and trial_id in self.paused:
+                    self.paused.remove(trial_id)
+                    self.resumable.append(trial_id)
             else:
                 self.running.remove(trial_id)
                 self.paused.append(trial_id)
 
     def fill(self):
         while len(self.running) < self.workers:
+            if self.resumable:
+                self.resume(self.resumable.pop(0))
+                continue
             finished = self.next_index >= len(self.curves)
             chosen = self.scheduler.choose_trial_to_run(list(self.paused), finished)
             self.drain()
             if chosen is not None:
                 assert chosen in self.paused, f"asked to resume {chosen}, which is not paused"
                 self.paused.remove(chosen)
-                self.running.append(chosen)
-                self.log.append((chosen, "resumed", self.progress[chosen]))
+                self.resume(chosen)
             elif not finished:
                 trial_id = f"{self.next_index:05d}"
                 self.next_index += 1
@@ -81,6 +90,10 @@ class Simulation:
                 self.running.append(trial_id)
             else:
                 return
+
+    def resume(self, trial_id):
+        self.running.append(trial_id)
+        self.log.append((trial_id, "resumed", self.progress[trial_id]))
 
     def tick(self):
         for trial_id in list(self.running):
@@ -115,7 +128,7 @@ class Simulation:
             self.tick()
         else:
             raise AssertionError("the simulation did not end")
-        assert not self.paused, f"trials left paused at the end: {self.paused}"
+        assert not self.paused and not self.resumable, f"trials left paused at the end: {self.paused}"
         assert len(self.ended) == len(self.curves)
         return self
 
@@ -171,6 +184,16 @@ def test_hyperband_trials_at_max_t_follow_the_brackets():
     assert len(sim.reached_max_t()) == 2 * (1 + 1 + 2 + 4) + 1
     resumed = [entry for entry in sim.log if entry[1] == "resumed"]
     assert resumed and all(entry[2] in (1, 3, 9) for entry in resumed)  # resumed only from rung budgets
+
+
+@pytest.mark.parametrize("workers", [1, 4, 16])
+def test_hyperband_resumes_the_same_whether_told_or_chosen(workers):
+    curves, best = make_curves(100, seed=4)
+    chosen = Simulation(HyperBandScheduler(max_t=MAX_T, reduction_factor=3), curves, workers=workers).run()
+    told = Simulation(HyperBandScheduler(max_t=MAX_T, reduction_factor=3), curves, workers=workers,
+                      resume_on_continue=True).run()
+    assert f"{best:05d}" in told.reached_max_t()
+    assert told.reached_max_t() == chosen.reached_max_t() and told.used == chosen.used
 
 
 @pytest.mark.parametrize("workers", [1, 3, 16])

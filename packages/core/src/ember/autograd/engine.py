@@ -2,15 +2,12 @@
 
 ``run_backward`` serves both ``tensor.backward()`` (accumulate into leaves'
 ``.grad``) and ``ember.autograd.grad`` (return gradients for ``inputs``, leave
-``.grad`` alone). A leaf's first ``.grad`` is the incoming gradient itself when
-no one else can see it, instead of a copy (``_adopt``).
+``.grad`` alone). A leaf's gradient goes to its ``AccumulateGrad`` node as the
+engine's last reference, so a first ``.grad`` can be the gradient itself.
 """
 from __future__ import annotations
 
 import heapq
-from sys import getrefcount
-
-from numpy import ndarray
 
 from . import anomaly
 from .grad_mode import STATE
@@ -103,8 +100,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 g = grads[0]
                 if g is not None:
                     grads[0] = None
-                    if create_graph or not _adopt(node, g):
-                        node.accumulate(g, create_graph)
+                    node.accumulate(g, create_graph)
                 continue
             for g in grads:
                 if g is not None:
@@ -134,7 +130,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     buf = buffers[nxt] = [None] * (1 if meta is None else len(meta))
                     heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
                 buf[nr] = g if buf[nr] is None else buf[nr] + g
-            grad_inputs = g = None  # the buffers alone hold the gradients now (see _adopt)
+            grad_inputs = g = None  # the buffers alone hold the gradients now (see AccumulateGrad.accumulate)
     finally:
         STATE.enabled = prev_enabled
     if inputs is not None:
@@ -144,32 +140,6 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                                    "graph. Set allow_unused=True if this is the desired behavior.")
         return tuple(results)
     return None
-
-
-def _adopt(node, g) -> bool:
-    """Make ``g`` itself the first ``.grad`` of ``node``'s leaf when nothing else can see it (as PyTorch's
-    AccumulateGrad steals a gradient no one else holds), instead of copying it; False if it cannot.
-
-    ``g`` must be a plain tensor that owns its C-contiguous NumPy array (what a copy would give), with no other reference to either than the
-    engine's (the caller's local and this call's argument), and the leaf must have no ``.grad`` yet and no
-    hooks that could see ``g``.
-    """
-    leaf = node._ref()
-    if leaf is None or leaf._grad is not None or leaf._hooks or leaf._post_acc_hooks:
-        return False
-    data = g._data
-    if (type(data) is not ndarray or data.base is not None or not data.flags.c_contiguous or g._base is not None
-            or g._requires_grad
-            or getrefcount(g) > _ENGINE_REFS or getrefcount(data) > _ARRAY_REFS):
-        return False
-    leaf._grad = g
-    return True
-
-
-#: references to an adoptable gradient: the engine's local ``g``, ``_adopt``'s argument, ``getrefcount``'s
-_ENGINE_REFS = 3
-#: references to its array: the tensor's slot, the local ``data``, ``getrefcount``'s argument
-_ARRAY_REFS = 3
 
 
 def _n_outputs(node):

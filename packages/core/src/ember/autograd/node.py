@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import itertools
 import weakref
+from sys import getrefcount
+
+from numpy import ndarray
 
 from .hooks import add_hook
 
@@ -121,10 +124,17 @@ class AccumulateGrad(Node):
         return self._ref()
 
     def accumulate(self, grad, create_graph: bool) -> None:
+        """Add ``grad`` into the leaf's ``.grad``.
+
+        A first ``.grad`` is ``grad`` itself when nothing else can see it (as PyTorch's AccumulateGrad
+        steals a gradient no one else holds), else a copy: the caller (the engine) passes its last
+        reference, so ``grad`` counts at most :data:`_STEALABLE_REFS` references here.
+        """
         leaf = self._ref()
         if leaf is None:
             return
-        if leaf._hooks:
+        hooked = bool(leaf._hooks)
+        if hooked:
             for hook in tuple(leaf._hooks.values()):
                 new = hook(grad)
                 if new is not None:
@@ -133,7 +143,8 @@ class AccumulateGrad(Node):
         if create_graph:
             leaf._grad = grad if old is None else old + grad
         elif old is None:
-            leaf._grad = grad._detached_copy()
+            stealable = not hooked and not leaf._post_acc_hooks and getrefcount(grad) <= _STEALABLE_REFS
+            leaf._grad = grad if stealable and _owns_plain_array(grad) else grad._detached_copy()
         elif old._requires_grad:
             leaf._grad = (old + grad).detach()
         else:
@@ -145,3 +156,15 @@ class AccumulateGrad(Node):
 
     def release(self) -> None:
         pass
+
+
+#: references to a stealable gradient inside ``accumulate``: the engine's local, the argument, getrefcount's
+_STEALABLE_REFS = 3
+
+
+def _owns_plain_array(g) -> bool:
+    """Whether ``g`` is a plain tensor that alone owns a C-contiguous NumPy array (what a copy would be)."""
+    data = g._data
+    # references to the array: the tensor's slot, the local ``data``, getrefcount's argument
+    return (type(data) is ndarray and data.base is None and data.flags.c_contiguous and g._base is None
+            and not g._requires_grad and getrefcount(data) <= 3)

@@ -17,6 +17,7 @@ A trial saves a checkpoint by handing a dict of tensors and plain values to
 """
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -124,10 +125,10 @@ class CheckpointManager:
     """Keeps the best ``num_to_keep`` checkpoints of one trial and deletes the others' files.
 
     Checkpoints are ranked by ``metrics[score_attribute]`` (``score_order`` "max" or "min"); without a
-    ``score_attribute`` the most recent ones are the best. A checkpoint whose metrics lack the attribute
-    ranks below every scored one; ties keep the newer. The latest checkpoint is kept as well, even when it
-    is not among the best, as long as the trial may resume: :meth:`finish` (the trial ended for good)
-    lets it go. ``num_to_keep=None`` keeps everything. The driver keeps one manager per trial.
+    ``score_attribute`` the most recent ones are the best. A checkpoint whose metrics lack the attribute (or
+    hold NaN) ranks below every scored one; ties keep the newer. The latest checkpoint is kept as well, even
+    when it is not among the best, as long as the trial may resume: :meth:`finish` (the trial ended for
+    good) lets it go. ``num_to_keep=None`` keeps everything. The driver keeps one manager per trial.
 
     >>> import tempfile
     >>> d = tempfile.mkdtemp()
@@ -174,9 +175,9 @@ class CheckpointManager:
         if self.score_attribute is None:
             return 0.0  # ties everywhere: the newer wins
         value = (metrics or {}).get(self.score_attribute)
-        if value is None:
+        value = float("nan") if value is None else float(value)
+        if math.isnan(value):
             return float("-inf")
-        value = float(value)
         return value if self.score_order == "max" else -value
 
     def _ranked(self) -> list:

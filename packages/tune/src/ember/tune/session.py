@@ -28,7 +28,7 @@ TrialOutcome(kind='stopped', metrics=None, error=None)
 >>> tune.report({"loss": 0.0})
 Traceback (most recent call last):
 ...
-RuntimeError: tune.report() was called outside a trial: it works only inside a trainable run by tune.Tuner or an executor
+RuntimeError: tune.report() was called outside a trial: it works only inside a trainable ...
 """
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ class _Session:
         self.trial_id, self.trial_dir, self.channel = run.trial_id, run.trial_dir, channel
         self.iteration = int(run.iteration)
         self.checkpoint = Checkpoint(run.checkpoint) if run.checkpoint is not None else None
-        self.start = self.last = time.time()
+        self.start = self.last = time.monotonic()
         # time spent in earlier runs of this trial, where the executor knows it
         self.time_before = float(getattr(run, "time_total_s", 0.0) or 0.0)
         self.decision = Decision.CONTINUE
@@ -92,10 +92,11 @@ class _Session:
             if not isinstance(key, str):
                 raise TypeError(f"metric names must be strings, got {key!r}")
             result[key] = _plain(value)
-        now = time.time()
+        now = time.monotonic()
         self.iteration += 1
         result.update(training_iteration=self.iteration, time_this_iter_s=now - self.last,
-                      time_total_s=self.time_before + (now - self.start), timestamp=now, trial_id=self.trial_id)
+                      time_total_s=self.time_before + (now - self.start), timestamp=time.time(),
+                      trial_id=self.trial_id)
         self.last = now
         return result
 

@@ -18,6 +18,7 @@ class TrialRun:
     trial_dir: str  #: the trial's own folder: checkpoints are written here
     checkpoint: str | None = None  #: path of the checkpoint to resume from (``tune.get_checkpoint()``), or None
     iteration: int = 0  #: reports the trial already made; ``training_iteration`` continues from here
+    time_total_s: float = 0.0  #: time spent in the trial's earlier runs; ``time_total_s`` continues from here
     resources: dict = dataclasses.field(default_factory=lambda: {"cpu": 1, "gpu": 0})
 
 

@@ -39,15 +39,18 @@ ValueError: a trial asking for 8 CPUs can never run: this executor has 4 (LocalE
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import faulthandler
 import math
 import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import threading
 import time
 import traceback
+import warnings
 import weakref
 from multiprocessing.connection import wait
 
@@ -101,9 +104,14 @@ def _watch_driver(lifeline, parent_pid: int) -> None:
             os._exit(70)
 
 
-def _trial_main(payload, run, conn, lifeline, env) -> None:
-    """Body of a trial process: run the trainable, send each result and the way it ended over ``conn``."""
+def _trial_main(payload, run, conn, lifeline, cwd, env) -> None:
+    """Body of a trial process: run the trainable, send each result and the way it ended over ``conn``.
+
+    ``cwd`` and ``env`` are the driver's when it started the trial (a forkserver's children would otherwise
+    have the server's, from when it started), plus the trial's GPUs."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.chdir(cwd)
+    os.environ.clear()
     os.environ.update(env)
     threading.Thread(target=_watch_driver, args=(lifeline, os.getppid()), daemon=True,
                      name="ember-tune-driver-watch").start()
@@ -120,8 +128,9 @@ def _trial_main(payload, run, conn, lifeline, env) -> None:
     try:
         trainable = pickle.loads(payload) if isinstance(payload, bytes) else payload
     except Exception:
-        outcome = _session.TrialOutcome("error", error="the trainable could not be loaded in the trial process:\n"
-                                                         + traceback.format_exc())
+        outcome = _session.TrialOutcome("error", error=(
+            "the trainable could not be loaded in the trial process: its module must be importable in a fresh "
+            "Python process (on sys.path, or the script that was run)\n" + traceback.format_exc()))
     else:
         outcome = _session.run_trial(trainable, run, channel)
     faulthandler.disable()
@@ -176,6 +185,7 @@ class LocalExecutor(Executor):
         self._trials: dict = {}
         self._payload = None
         self._closed = False
+        self._warned_gpus = False
 
     # -- setup and resources ------------------------------------------------------------------------------
     def setup(self, trainable, experiment_dir: str) -> None:
@@ -186,6 +196,13 @@ class LocalExecutor(Executor):
         if self.start_method == "fork":
             self._payload = trainable
             return
+        main = sys.modules.get("__main__")
+        if getattr(trainable, "__module__", None) == "__main__" and not getattr(main, "__file__", None):
+            raise TypeError(
+                f"the trainable {getattr(trainable, '__qualname__', trainable)!r} is defined in an interactive session "
+                f"(a notebook, the REPL or python -c): a trial process started with {self.start_method!r} cannot "
+                "import it; define it in a .py module and import it from there, or use "
+                "LocalExecutor(start_method='fork')")
         try:
             self._payload = pickle.dumps(trainable)
         except Exception as exc:
@@ -225,7 +242,15 @@ class LocalExecutor(Executor):
             return False
         if sum(t.cpu for t in self._trials.values()) + cpu > self.num_cpus + 1e-9:
             return False
-        return gpu == 0 or self.gpu_picker.pick(gpu, exclude=self._held_gpus()) is not None
+        if gpu == 0 or self.gpu_picker.pick(gpu, exclude=self._held_gpus()) is not None:
+            return True
+        if not self._trials and not self._warned_gpus:  # nothing of ours holds them: someone else's jobs do
+            self._warned_gpus = True
+            used = ", ".join(f"GPU {g.index}: {g.memory_fraction:.0%}" for g in self.gpu_picker.status())
+            warnings.warn(f"a trial asking for {gpu} GPU(s) waits: no trial of this executor runs, but too few GPUs "
+                          f"have at most {self.gpu_picker.max_memory:.0%} of their memory in use ({used}); "
+                          "LocalExecutor(gpu_max_memory=...) sets that limit", RuntimeWarning, stacklevel=2)
+        return False
 
     @property
     def running(self) -> list:
@@ -246,17 +271,25 @@ class LocalExecutor(Executor):
                                "call start() only when has_free_slot() is True")
         cpu, gpu = self._check_resources(run.resources)
         gpus = self.gpu_picker.pick(gpu, exclude=self._held_gpus()) if gpu else []
+        if self.start_method != "fork":
+            try:
+                pickle.dumps(run)
+            except Exception as exc:
+                raise TypeError(f"trial {run.trial_id} cannot be sent to its process ({exc}): its config must be "
+                                "picklable (plain values, arrays, tensors, module-level functions)") from None
+        run = dataclasses.replace(run, trial_dir=os.path.abspath(run.trial_dir),
+                                  checkpoint=None if run.checkpoint is None else os.path.abspath(run.checkpoint))
         os.makedirs(run.trial_dir, exist_ok=True)
+        env = {**os.environ, **_gpus.visible_devices_env(gpus)}
         conn, child_conn = self._ctx.Pipe()
         lifeline_r, lifeline_w = self._ctx.Pipe(duplex=False)
         process = self._ctx.Process(target=_trial_main, name=f"ember-tune-trial-{run.trial_id}",
-                                    args=(self._payload, run, child_conn, lifeline_r, _gpus.visible_devices_env(gpus)))
+                                    args=(self._payload, run, child_conn, lifeline_r, os.getcwd(), env))
         try:
             process.start()
-        except Exception as exc:
+        except BaseException:
             conn.close(), lifeline_w.close()
-            raise TypeError(f"trial {run.trial_id} could not be sent to its process ({exc}); its config must be "
-                            "picklable") from exc
+            raise
         finally:
             child_conn.close(), lifeline_r.close()
         self._trials[run.trial_id] = _Trial(run.trial_id, process, conn, lifeline_w, cpu, gpus, run.trial_dir)
@@ -270,7 +303,8 @@ class LocalExecutor(Executor):
             raise ValueError(f"trial {trial_id} is not waiting for an answer (respond once to each 'result' event)")
         trial.waiting = False
         try:
-            trial.conn.send(decision.value)
+            if trial.conn is not None:
+                trial.conn.send(decision.value)
         except OSError:  # it died meanwhile: poll() reports that
             pass
 

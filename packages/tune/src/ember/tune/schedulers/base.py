@@ -44,7 +44,8 @@ class Scheduler:
     def take_decisions(self) -> dict:
         """``{trial_id: Decision}`` about trials other than the one that just reported: a paused trial that
         may now resume (CONTINUE) or is dropped (STOP), a running trial to stop. Called by the experiment
-        after every :meth:`on_result` and :meth:`on_complete`; each decision is returned once."""
+        after every :meth:`on_result`, :meth:`on_complete` and :meth:`choose_trial_to_run`; each decision
+        is returned once."""
         return {}
 
     def choose_trial_to_run(self, paused: list, searcher_finished: bool):

@@ -34,7 +34,8 @@ class Searcher:
         """Called once by the experiment before the first :meth:`suggest`.
 
         ``space`` is an :class:`ember.tune.SearchSpace`; ``mode`` is "min" or "max";
-        ``num_samples`` is how many trials the experiment will ask for (None: no limit).
+        ``num_samples`` is the experiment's ``num_samples`` (for the random searcher: per grid point;
+        None: no limit). A searcher says :data:`FINISHED` when it has nothing more to propose.
         """
         if mode not in ("min", "max"):
             raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
