@@ -119,9 +119,11 @@ def test_pause_then_resume_from_checkpoint(executor_for, tmp_path, shared_storag
     executor.start(trial(tmp_path, "00002", {"steps": 4}))
     first = drive(executor, lambda e: Decision.PAUSE if e.metrics["training_iteration"] == 2 else Decision.CONTINUE)
     assert [e.kind for e in first] == ["result", "result", "paused"]
-    executor.start(trial(tmp_path, "00002", {"steps": 4}, checkpoint=first[1].checkpoint, iteration=2))
+    executor.start(trial(tmp_path, "00002", {"steps": 4}, checkpoint=first[1].checkpoint, iteration=2,
+                         time_total_s=100.0))
     second = drive(executor)
     assert [e.kind for e in second] == ["result", "result", "complete"]
+    assert 100.0 <= second[0].metrics["time_total_s"] < 160.0  # the trial's clock went on from its earlier run
     # the resumed run went on from step 2 (its checkpoint) and numbers its results after the first run's
     assert [e.metrics["training_iteration"] for e in second[:2]] == [3, 4]
     assert [e.metrics["loss"] for e in second[:2]] == pytest.approx([1 / 3, 1 / 4])
