@@ -250,7 +250,9 @@ class RayExecutor(Executor):
         return list(self._trials)
 
     def has_free_slot(self, resources: dict) -> bool:
-        """Whether a trial needing ``resources`` can start now; a ValueError if the cluster never could run it."""
+        """Whether a trial needing ``resources`` can start now; a ValueError if the cluster never could run it
+        (counted over the nodes it has now). Other jobs on the cluster are not counted: a trial started while
+        they hold the resources waits in Ray's queue."""
         needs = _needs(ray_resources(resources))
         total = self._ray.cluster_resources()
         for key, amount in needs.items():
