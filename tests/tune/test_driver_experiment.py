@@ -77,6 +77,31 @@ def test_ask_tell_with_asha_stops_poor_trials_early():
             assert sum(v < value for v in seen) < math.ceil(len(seen) / 3)
 
 
+def test_ask_tell_with_synchronous_hyperband_pauses_and_resumes():
+    hb = tune.HyperBandScheduler(max_t=9, reduction_factor=3)  # brackets: 9 trials at 1, 5 at 3, 3 at 9
+    exp = tune.Experiment(SPACE, "loss", "min", scheduler=hb, num_samples=17, seed=0)
+    starts = []
+    while (trial := exp.ask()) is not None:
+        starts.append(trial.trial_id)
+        for it in range(trial.checkpoint_iteration + 1, 10):  # no checkpoints: a resumed trial starts over
+            decision = exp.report(trial, {"loss": loss(trial.config, it)})
+            if decision is not Decision.CONTINUE:
+                assert trial.status == ("PAUSED" if decision is Decision.PAUSE else "TERMINATED")
+                break
+        else:
+            exp.tell(trial)
+    assert exp.is_finished() and all(t.status == "TERMINATED" for t in exp.trials)
+    lengths = {t.trial_id: len(t.results) for t in exp.trials}
+    assert sorted(lengths.values()) == [1] * 6 + [3] * 6 + [9] * 5
+    assert all(sorted(r["training_iteration"] for r in t.results) == list(range(1, len(t.results) + 1))
+               for t in exp.trials)
+    # the first bracket's nine trials all start before any of them resumes
+    assert starts[:9] == [f"{i:05d}" for i in range(9)] and len(set(starts[9:11]) & set(starts[:9])) == 2
+    # the three best of the first rung were the ones promoted
+    first_rung = sorted(range(9), key=lambda i: exp.trials[i].results[0]["loss"])
+    assert {i for i in range(9) if lengths[f"{i:05d}"] > 1} == set(first_rung[:3])
+
+
 def test_registered_names_resolve_and_bad_ones_are_clear():
     exp = tune.Experiment(SPACE, "loss", "max", search_alg="random", scheduler="asha", num_samples=2, seed=0)
     assert type(exp.searcher).__name__ == "RandomSearcher" and type(exp.scheduler).__name__ == "ASHAScheduler"
@@ -114,6 +139,12 @@ def test_report_after_stop_is_ignored_and_tell_is_harmless():
     assert trial.status == "TERMINATED" and len(trial.results) == 1
     with pytest.raises(TypeError, match="metrics must be a dict"):
         exp.report(trial, 1.0)
+    exp = tune.Experiment(SPACE, "loss", "min", num_samples=1, seed=0)
+    trial = exp.ask()
+    exp.report(trial, {"loss": 1.0, "training_iteration": 5})
+    with pytest.raises(ValueError, match="training_iteration must be an int that grows .* is at 5.*got 5"):
+        exp.report(trial, {"loss": 1.0, "training_iteration": 5})
+    assert exp.report(trial, {"loss": 0.5}) is Decision.CONTINUE and trial.last_result["training_iteration"] == 6
 
 
 def test_errored_trials_are_retried_then_recorded_with_traceback_without_stopping_others():
@@ -212,10 +243,44 @@ def test_keep_best_k_checkpoints(tmp_path):
         assert trial.checkpoint is not None and os.path.exists(trial.checkpoint)
 
 
-def test_checkpoint_dict_needs_storage():
+def test_reported_values_are_stored_as_the_journal_reads_them_back(tmp_path):
+    import ember
+    import numpy as np
+    exp = tune.Experiment(SPACE, "loss", "min", num_samples=1, seed=0, storage_path=str(tmp_path), name="n")
+    trial = exp.ask()
+    exp.report(trial, {"loss": ember.tensor(0.5), "acc": np.float32(0.25), "shape": (2, 3), "model": object()})
+    exp.close()
+    expected = {"loss": 0.5, "acc": 0.25, "shape": [2, 3], "model": "<object>"}
+    assert {k: trial.last_result[k] for k in expected} == expected
+    assert type(trial.last_result["loss"]) is float
+    restored = tune.Experiment.restore(exp.path)
+    assert restored.get_trial(trial.trial_id).results == trial.results
+    restored.close()
+
+
+def test_checkpoint_forms(tmp_path):
     exp = tune.Experiment(SPACE, "loss", "min", num_samples=1, seed=0)
+    trial = exp.ask()
     with pytest.raises(ValueError, match="checkpoint dict needs a folder"):
-        exp.report(exp.ask(), {"loss": 1.0}, checkpoint={"w": 1.0})
+        exp.report(trial, {"loss": 1.0}, checkpoint={"w": 1.0})
+    exp.report(trial, {"loss": 1.0}, checkpoint="/somewhere/mine.safetensors")  # without storage: as given
+    assert trial.checkpoint == "/somewhere/mine.safetensors" and trial.checkpoint_iteration == 1  # refused: no report
+
+    exp = tune.Experiment(SPACE, "loss", "min", num_samples=1, seed=0, storage_path=str(tmp_path), name="forms")
+    trial = exp.ask()
+    mine = tune.Checkpoint(os.path.join(trial.trial_dir, "checkpoint_000001.safetensors"))
+    exp.report(trial, {"loss": 1.0}, checkpoint={"w": 1.0})  # a dict: saved in the trial's folder
+    own = str(tmp_path / "own.safetensors")
+    import ember
+    ember.save({"w": 2.0}, own)
+    exp.report(trial, {"loss": 1.0}, checkpoint=own)  # a file of the user's: copied in
+    exp.report(trial, {"loss": 1.0}, checkpoint=tune.Checkpoint.from_dict({"w": 3.0}))
+    assert mine.to_dict() == {"w": 1.0}
+    assert [tune.Checkpoint(os.path.join(trial.trial_dir, f"checkpoint_00000{i}.safetensors")).to_dict()["w"]
+            for i in (1, 2, 3)] == [1.0, 2.0, 3.0]
+    assert os.path.exists(own) and trial.checkpoint.endswith("checkpoint_000003.safetensors")
+    with pytest.raises(TypeError, match="checkpoint must be a dict of tensors and plain values, a tune.Checkpoint"):
+        exp.report(trial, {"loss": 1.0}, checkpoint=3)
 
 
 def test_journal_is_written_and_an_existing_experiment_is_not_overwritten(tmp_path):
@@ -225,5 +290,7 @@ def test_journal_is_written_and_an_existing_experiment_is_not_overwritten(tmp_pa
     assert records[0]["e"] == "experiment" and records[0]["seed"] == 0
     assert [r["e"] for r in records[1:]] == ["ask"] + ["report"] * 5 + ["tell"] + ["ask"] + ["report"] * 5 \
         + ["tell", "ask"]
+    with pytest.raises(RuntimeError, match="this experiment was closed: continue it with Experiment.restore"):
+        exp.ask()
     with pytest.raises(FileExistsError, match="Experiment.restore"):
         tune.Experiment(SPACE, "loss", "min", storage_path=str(tmp_path), name="j")

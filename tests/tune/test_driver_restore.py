@@ -38,9 +38,9 @@ def drive(exp, iterations=9, fail_once=(("00000", 3), ("00002", 1))):
     return exp
 
 
-def make(path, name, scheduler=None):
-    return tune.Experiment(SPACE, "loss", "min", scheduler=scheduler, num_samples=8, seed=5, storage_path=str(path),
-                           name=name, max_failures=1)
+def make(path, name, scheduler=None, searcher=None, num_samples=8):
+    return tune.Experiment(SPACE, "loss", "min", search_alg=searcher, scheduler=scheduler, num_samples=num_samples,
+                           seed=5, storage_path=str(path), name=name, max_failures=1)
 
 
 def summary(exp):
@@ -53,14 +53,25 @@ def lines_of(path):
         return f.read().splitlines(keepends=True)
 
 
-@pytest.mark.parametrize("scheduler", [None, "asha"])
-def test_kill_at_every_line_then_restore_gives_the_unkilled_run(tmp_path, scheduler):
-    sched = (lambda: tune.ASHAScheduler(max_t=9, grace_period=1, reduction_factor=3)) if scheduler else (lambda: None)
-    full = drive(make(tmp_path, "full", sched()))
+#: (searcher, scheduler, trials, every how many journal lines a kill is tried)
+COMPONENTS = {
+    "random+fifo": (lambda: None, lambda: None, 8, 3),
+    "random+asha": (lambda: None, lambda: tune.ASHAScheduler(max_t=9, grace_period=1, reduction_factor=3), 8, 3),
+    "random+hyperband": (lambda: None, lambda: tune.HyperBandScheduler(max_t=9, reduction_factor=3), 8, 3),
+    # BOHB's model starts after 4 observations at a budget: 20 trials exercise it, fewer kills keep it quick
+    "bohb+hyperband": (lambda: tune.BOHBSearcher(), lambda: tune.HyperBandScheduler(max_t=9, reduction_factor=3),
+                       20, 5),
+}
+
+
+@pytest.mark.parametrize("components", sorted(COMPONENTS))
+def test_kill_at_every_line_then_restore_gives_the_unkilled_run(tmp_path, components):
+    searcher, scheduler, num_samples, every = COMPONENTS[components]
+    full = drive(make(tmp_path, "full", scheduler(), searcher(), num_samples))
     expected = summary(full)
     assert [t.num_failures for t in full.trials[:3]] == [1, 0, 1]
     lines = lines_of(full.path)
-    for n in sorted({*range(1, len(lines), 3), len(lines) - 1}):
+    for n in sorted({*range(1, len(lines), every), len(lines) - 1}):
         killed = os.path.join(tmp_path, f"killed{n}")
         os.makedirs(killed)
         shutil.copy(os.path.join(full.path, "experiment.pkl"), killed)
@@ -188,3 +199,38 @@ def test_torn_line_in_a_real_experiment_journal(tmp_path):
     assert restored.ask().trial_id == "00001"
     restored.close()
     assert Journal.read(os.path.join(exp.path, "journal.jsonl"))[-1]["t"] == "00001"
+
+
+def test_an_experiment_killed_before_its_first_line_starts_anew(tmp_path):
+    os.makedirs(tmp_path / "born")
+    with open(tmp_path / "born" / "journal.jsonl", "wb") as f:
+        f.write(b'{"e":"experiment","vers')
+    with pytest.raises(ValueError, match="does not start with an experiment record"):
+        tune.Experiment.restore(str(tmp_path / "born"))
+    exp = make(tmp_path, "born")
+    exp.close()
+    assert [r["e"] for r in Journal.read(os.path.join(exp.path, "journal.jsonl"))] == ["experiment"]
+
+
+def test_journal_syncs_in_the_background_when_asked_and_on_close(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    from ember.tune import journal as journal_module
+    synced = []  # (thread name, bytes in the file when the sync ran)
+    path = str(tmp_path / "journal.jsonl")
+    monkeypatch.setattr(journal_module, "_fsync",
+                        lambda fd: synced.append((threading.current_thread().name, os.fstat(fd).st_size)))
+    journal, _ = Journal.open(path)
+    journal.append({"e": "a"})
+    assert synced == [] and journal._syncer is None  # no sync asked: none done, no thread
+    journal.append({"e": "tell"}, sync=True)
+    deadline = time.monotonic() + 10
+    while not synced:
+        assert time.monotonic() < deadline, "the background sync did not run"
+        time.sleep(0.001)
+    assert synced[0] == ("ember-tune-journal-sync", os.path.getsize(path))
+    journal.append({"e": "b"})
+    journal.close()
+    assert synced[-1] == ("MainThread", os.path.getsize(path)) and not journal._syncer.is_alive()
+    journal.close()  # twice is harmless

@@ -139,3 +139,16 @@ def test_config_validation_errors():
     rc = tune.RunConfig()
     assert rc.failure_config.max_failures == 0 and rc.checkpoint_config.num_to_keep is None
     assert tune.TuneConfig(num_samples=-1).num_samples == -1
+
+
+def test_plots_delegate_to_the_plot_module(grid):
+    try:
+        import matplotlib
+    except ImportError:
+        for plot in (grid.plot_learning_curves, grid.plot_best_over_time):
+            with pytest.raises(ImportError, match="plotting needs matplotlib"):
+                plot()
+    else:
+        matplotlib.use("Agg")
+        assert grid.plot_learning_curves() is not None
+        assert grid.plot_best_over_time() is not None

@@ -29,6 +29,16 @@ def flaky(config):
     tune.report({"loss": abs(config["x"])})
 
 
+def stepper(config):
+    """Checkpoints every step; notes in its folder the step each run started from."""
+    checkpoint = tune.get_checkpoint()
+    start = 0 if checkpoint is None else int(checkpoint.to_dict()["step"])
+    with open(os.path.join(config["log_dir"], f"starts_{tune.get_trial_id()}.txt"), "a") as f:
+        f.write(f"{start}\n")
+    for step in range(start + 1, 10):
+        tune.report({"loss": (config["x"] - 0.3) ** 2 + 1.0 / step}, checkpoint={"step": step})
+
+
 def runs(tmp_path, name, **tune_kwargs):
     return tune.RunConfig(storage_path=str(tmp_path), name=name, verbose=0, **tune_kwargs)
 
@@ -43,6 +53,7 @@ def test_fit_random_search_with_asha(tmp_path):
                        run_config=runs(tmp_path, "asha"))
     grid = tuner.fit()
     assert len(grid) == 8 and grid.num_terminated == 8 and grid.num_errors == 0
+    assert [r.metrics for r in tuner.fit()] == [r.metrics for r in grid]  # done: fit again gives the results
     lengths = sorted(len(r.metrics_history) for r in grid)
     assert lengths[0] < 5 and lengths[-1] == 5  # ASHA dropped some early, the best ran to max_t
     reference = tune.Experiment(SPACE, "loss", "min", num_samples=8, seed=0)
@@ -52,6 +63,32 @@ def test_fit_random_search_with_asha(tmp_path):
     for r in grid:
         assert [m["training_iteration"] for m in r.metrics_history] == list(range(1, len(r.metrics_history) + 1))
         assert r.path == os.path.join(str(tmp_path), "asha", f"trial_{r.trial_id}")
+
+
+@pytest.mark.timeout(120)
+def test_fit_with_hyperband_pauses_and_resumes_trials_from_their_checkpoints(tmp_path):
+    # max_t=3, eta=3: bracket 1 runs 3 trials to 1 and promotes one to 3; bracket 0 runs 2 trials to 3.
+    # One at a time, so the first two trials pause at 1 and the third completes the rung; with seed 0 the
+    # first trial is the best of the three: it is promoted, and resumes from its checkpoint.
+    space = {"x": tune.uniform(-1, 1), "log_dir": str(tmp_path)}
+    reference = tune.Experiment(space, "loss", "min", num_samples=5, seed=0)
+    xs = [reference.ask().config["x"] for _ in range(3)]
+    assert min(range(3), key=lambda i: (xs[i] - 0.3) ** 2) == 0
+    tuner = tune.Tuner(stepper, param_space=space,
+                       tune_config=tune.TuneConfig(metric="loss", mode="min", num_samples=5, seed=0,
+                                                   max_concurrent_trials=1,
+                                                   scheduler=tune.HyperBandScheduler(max_t=3, reduction_factor=3)),
+                       run_config=runs(tmp_path, "hb"))
+    grid = tuner.fit()
+    starts = {r.trial_id: (tmp_path / f"starts_{r.trial_id}.txt").read_text().split() for r in grid}
+    seen = f"{grid.table()}\nerrors: {grid.errors}\nstarts: {starts}"
+    assert grid.num_terminated == 5, seen
+    assert [len(r.metrics_history) for r in grid] == [3, 1, 1, 3, 3], seen
+    assert starts == {"00000": ["0", "1"], "00001": ["0"], "00002": ["0"], "00003": ["0"], "00004": ["0"]}, seen
+    for r in grid:
+        assert [m["training_iteration"] for m in r.metrics_history] == list(range(1, len(r.metrics_history) + 1))
+        times = [m["time_total_s"] for m in r.metrics_history]
+        assert times == sorted(times)  # the resumed run's clock goes on from the paused one's
 
 
 @pytest.mark.timeout(120)
@@ -103,3 +140,16 @@ def test_tuner_arguments_are_checked():
     wrapped = tune.with_resources(tune.with_resources(quadratic, {"cpu": 2}), {"gpu": 1})
     assert wrapped.resources == {"cpu": 1, "gpu": 1} and wrapped.trainable is quadratic
     assert wrapped.__name__ == "quadratic"
+
+
+@pytest.mark.timeout(120)
+def test_an_ask_tell_experiment_continues_with_a_tuner(tmp_path):
+    exp = tune.Experiment(SPACE, "loss", "min", num_samples=3, seed=4, storage_path=str(tmp_path), name="mixed")
+    first = exp.ask()
+    exp.tell(first, {"loss": 123.0})
+    second = exp.ask()  # left running: the Tuner restarts it
+    exp.close()
+    grid = tune.Tuner.restore(exp.path, quadratic).fit()
+    assert [r.trial_id for r in grid] == ["00000", "00001", "00002"] and grid.num_terminated == 3
+    assert grid[0].metrics["loss"] == 123.0 and len(grid[0].metrics_history) == 1
+    assert grid[1].config == second.config and len(grid[1].metrics_history) == 5

@@ -66,12 +66,13 @@ class Experiment:
             self.path = None
             return
         self.path = os.path.join(os.path.expanduser(storage_path), name or time.strftime("tune_%Y%m%d_%H%M%S"))
-        if os.path.exists(os.path.join(self.path, JOURNAL)):
+        journal_path = os.path.join(self.path, JOURNAL)
+        if os.path.exists(journal_path) and Journal.read(journal_path):  # (one killed before its first line: anew)
             raise FileExistsError(f"an experiment already exists at {self.path!r}: continue it with "
                                   "Experiment.restore(path) (or Tuner.restore), or choose another name")
         os.makedirs(self.path, exist_ok=True)
         save_components(os.path.join(self.path, COMPONENTS), given)
-        self._journal, _ = Journal.open(os.path.join(self.path, JOURNAL))
+        self._journal, _ = Journal.open(journal_path)
         self._journal.append({"e": "experiment", "version": 1, "metric": metric, "mode": mode,
                               "num_samples": num_samples, "seed": seed, "max_failures": max_failures,
                               "stop": stop if isinstance(stop, dict) else None, "time": time.time()}, sync=True)
@@ -108,6 +109,8 @@ class Experiment:
         self._actions: dict = {}
         self._searcher_finished = False
         self._journal = None
+        self.closed = False
+        self._ended = False  # a trial ended since the journal was last forced to disk
         self._checkpoints: dict = {}  # trial_id -> CheckpointManager, when only the best k are kept
 
     # ---------------------------------------------------------------- the public API
@@ -135,9 +138,11 @@ class Experiment:
     def report(self, trial: Trial, metrics: dict, checkpoint=None) -> Decision:
         """Record a result of a running trial and answer whether it continues, pauses or stops.
 
-        ``training_iteration`` (the run's count of reports), ``trial_id``, ``timestamp`` and ``time_total_s``
-        are filled in when missing. ``checkpoint``: a path, a :class:`ember.tune.Checkpoint`, or a dict of
-        tensors and plain values (saved with ``ember.save`` in the trial's folder). After STOP or PAUSE the
+        Values are stored as the journal holds them (NumPy scalars and 0-d tensors become numbers, tuples
+        lists). ``training_iteration`` (the run's count of reports), ``trial_id``, ``timestamp`` and ``time_total_s``
+        are filled in when missing. ``checkpoint``: a dict of tensors and plain values (saved with
+        ``ember.save`` in the trial's folder), a :class:`ember.tune.Checkpoint`, or a path (with storage,
+        copied into the trial's folder). After STOP or PAUSE the
         trial is no longer running: end its run (a later :meth:`tell` is ignored). A report about a trial
         that is not running is ignored and answered with STOP.
         """
@@ -145,9 +150,13 @@ class Experiment:
             raise TypeError(f"report: metrics must be a dict of reported values, got {type(metrics).__name__}")
         if trial.status != "RUNNING":
             return Decision.STOP
-        result = dict(metrics)
+        result = normalized(metrics)  # as a restore will read it back: plain numbers, lists, strings
         now = time.time()
-        result.setdefault("training_iteration", trial.run_iteration + 1)
+        iteration = result.setdefault("training_iteration", trial.run_iteration + 1)
+        if isinstance(iteration, bool) or not isinstance(iteration, int) or iteration <= trial.run_iteration:
+            raise ValueError(f"report: training_iteration must be an int that grows with each report of a run "
+                             f"(trial {trial.trial_id} is at {trial.run_iteration}), got {iteration!r}; leave it "
+                             "out to have it counted")
         result.setdefault("trial_id", trial.trial_id)
         result.setdefault("timestamp", now)
         result.setdefault("time_total_s", trial.time_base + now - trial.run_started)
@@ -198,9 +207,10 @@ class Experiment:
         return ResultGrid.from_trials(self.trials, self.metric, self.mode, self.path)
 
     def close(self) -> None:
-        """Sync and close the journal (the experiment can still be read, not run)."""
+        """Sync and close the journal: the experiment can still be read, not run (restore it to go on)."""
         if self._journal is not None:
             self._journal.close()
+        self.closed = True
 
     @classmethod
     def restore(cls, path: str, **given) -> Experiment:
@@ -243,6 +253,9 @@ class Experiment:
     # same order, so the searcher and scheduler see exactly the calls of the original run.
 
     def _log(self, record: dict, sync: bool = False) -> None:
+        if self.closed:
+            raise RuntimeError("this experiment was closed: continue it with Experiment.restore(path)"
+                               + ("" if self.path is None else f" (path {self.path!r})"))
         if self._journal is not None:
             self._journal.append(record, sync)
 
@@ -297,33 +310,39 @@ class Experiment:
         return trial
 
     def _report(self, trial: Trial, result: dict, checkpoint: str | None) -> Decision:
+        # first what may raise (a scheduler refusing the result, a stop callable), then the journal line,
+        # then what changes files (checkpoints deleted): a kill in between loses nothing the journal names
         iteration = result["training_iteration"]
-        trial.run_iteration = iteration
-        _store_result(trial.results, result)
         if iteration > trial.fed_iteration:  # not a result the searcher and scheduler saw before a restart
-            trial.fed_iteration = iteration
             self.searcher.on_result(trial.trial_id, result)
             decision = Decision(self.scheduler.on_result(trial.trial_id, result))
+            trial.fed_iteration = iteration
         else:
             decision = Decision.CONTINUE
         if self._stop_reached(trial.trial_id, result):
             decision = Decision.STOP
-        if checkpoint is not None:
-            trial.checkpoint, trial.checkpoint_iteration = checkpoint, iteration
-            if self.checkpoint_config is not None and self.checkpoint_config.num_to_keep is not None:
-                self._checkpoint_manager(trial).register(checkpoint, result)
-        if decision is Decision.STOP:
-            self._end(trial, "TERMINATED")
-        elif decision is Decision.PAUSE:
-            self._pause(trial)
-        self._drain()
+        trial.run_iteration = iteration
+        _store_result(trial.results, result)
         record = {"e": "report", "t": trial.trial_id, "m": result}
         if checkpoint is not None and self._journal is not None:  # relative: the folder may move
             record["c"] = os.path.relpath(checkpoint, self.path)
         self._log(record, sync=decision is not Decision.CONTINUE)
+        if checkpoint is not None:
+            trial.checkpoint, trial.checkpoint_iteration = checkpoint, iteration
+            if trial.trial_dir is not None and self.checkpoint_config is not None \
+                    and self.checkpoint_config.num_to_keep is not None:
+                self._checkpoint_manager(trial).register(checkpoint, result)
+        if decision is Decision.STOP:
+            self._end(trial, "TERMINATED")
+            self._ended = False  # its line is on disk already
+        elif decision is Decision.PAUSE:
+            self._pause(trial)
+        self._drain()
+        self._sync_if_ended()
         return decision
 
     def _tell(self, trial: Trial, error: str | None) -> None:
+        self._log({"e": "tell", "t": trial.trial_id, "err": error}, sync=True)
         if error is None:
             self._end(trial, "TERMINATED")
         else:
@@ -335,8 +354,15 @@ class Experiment:
                 self._queue.append(trial.trial_id)
             else:
                 self._end(trial, "ERROR")
+        self._ended = False  # its line is on disk already
         self._drain()
-        self._log({"e": "tell", "t": trial.trial_id, "err": error}, sync=True)
+        self._sync_if_ended()
+
+    def _sync_if_ended(self) -> None:
+        """Force the journal to disk if a trial ended since the last time (decided about by the scheduler)."""
+        if self._ended and self._journal is not None:
+            self._journal.request_sync()
+        self._ended = False
 
     def _restart_interrupted(self) -> None:
         """After a restore: trials that were running when the experiment was killed start again."""
@@ -372,6 +398,7 @@ class Experiment:
         self._running.discard(trial.trial_id)
         self._paused.pop(trial.trial_id, None)
         trial.status = status
+        self._ended = True
         error = status == "ERROR"
         self.searcher.on_complete(trial.trial_id, trial.last_result, error=error)
         self.scheduler.on_complete(trial.trial_id, trial.last_result, error=error)
@@ -431,19 +458,23 @@ class Experiment:
         return bool(self.stop(trial_id, result))
 
     def _checkpoint_path(self, trial: Trial, checkpoint, iteration: int) -> str | None:
-        if checkpoint is None or isinstance(checkpoint, str):
-            return checkpoint
-        if isinstance(checkpoint, os.PathLike):
-            return os.fspath(checkpoint)
-        if isinstance(checkpoint, dict):
-            if trial.trial_dir is None:
-                raise ValueError("report: a checkpoint dict needs a folder to be saved in; create the "
-                                 "Experiment with storage_path, or pass the path of a checkpoint you saved")
-            from .checkpoint import write_checkpoint
-            return write_checkpoint(checkpoint, trial.trial_dir, iteration).path
-        if isinstance(getattr(checkpoint, "path", None), str):
-            return checkpoint.path
-        raise TypeError(f"report: checkpoint must be a path, a tune.Checkpoint or a dict, got {type(checkpoint).__name__}")
+        """The path the journal records for ``checkpoint``: with storage, the file in the trial's folder
+        (a dict or in-memory Checkpoint is saved there, another file copied in, so keeping the best k never
+        deletes a file of the user's); without, the path given."""
+        if checkpoint is None:
+            return None
+        if trial.trial_dir is None:
+            if isinstance(checkpoint, (str, os.PathLike)) and getattr(checkpoint, "_data", None) is None:
+                return os.fspath(checkpoint)
+            raise ValueError("report: a checkpoint dict needs a folder to be saved in; create the Experiment "
+                             "with storage_path, or pass the path of a checkpoint you saved")
+        from .checkpoint import Checkpoint, write_checkpoint
+        if isinstance(checkpoint, (str, os.PathLike)) and not isinstance(checkpoint, Checkpoint):
+            checkpoint = Checkpoint(checkpoint)
+        if not isinstance(checkpoint, (dict, Checkpoint)):
+            raise TypeError("report: checkpoint must be a dict of tensors and plain values, a tune.Checkpoint "
+                            f"or a path, got {type(checkpoint).__name__}")
+        return write_checkpoint(checkpoint, trial.trial_dir, iteration).path
 
 
 def _store_result(results: list, result: dict) -> None:

@@ -1,9 +1,12 @@
 """The experiment's journal: an append-only file of JSON lines, the record from which a killed run resumes.
 
 Each line is one record, written whole and flushed to the operating system at once, so a killed process
-loses at most the line it was writing; :meth:`Journal.sync` forces the file to disk (the experiment calls
-it whenever a trial ends). On reading, a torn last line (no newline, or not valid JSON) is ignored and cut
-off before anything new is appended; a bad line anywhere else is an error.
+loses at most the line it was writing. A record appended with ``sync=True`` (the experiment does so whenever
+a trial ends) is also forced to disk, by ``fdatasync`` in a background thread that starts at once: it
+protects against a machine crash without the driver waiting for the disk (a sync takes 0.3-3 ms, a trial's
+bookkeeping without it about 0.1 ms). :meth:`Journal.close` waits until everything is on disk. On reading, a
+torn last line (no newline, or not valid JSON) is ignored and cut off before anything new is appended; a bad
+line anywhere else is an error.
 
 >>> import os, tempfile
 >>> path = os.path.join(tempfile.mkdtemp(), "journal.jsonl")
@@ -17,31 +20,36 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 
-import numpy as np
 
-
-def _default(obj):
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
+def json_default(obj):
+    """``default`` for :func:`json.dumps`: how the journal and the exports write non-JSON values."""
+    if callable(getattr(obj, "tolist", None)):
+        return obj.tolist()  # NumPy values and ember tensors: numbers and (nested) lists
     return f"<{type(obj).__name__}>"
 
 
 def dumps(record: dict) -> str:
-    """One record as a compact JSON line (no newline); NumPy values as numbers and lists, any other
-    non-JSON object as its type's name in angle brackets (journals record what was run; they never pickle)."""
-    return json.dumps(record, separators=(",", ":"), default=_default)
+    """One record as a compact JSON line (no newline); NumPy values and tensors as numbers and lists, any
+    other non-JSON object as its type's name in angle brackets (journals record what was run; never pickles)."""
+    return json.dumps(record, separators=(",", ":"), default=json_default)
 
 
 def normalized(obj):
-    """``obj`` as it reads back from a journal (tuples become lists, NumPy scalars numbers, ...)."""
+    """``obj`` as it reads back from a journal (tuples become lists, NumPy scalars and 0-d tensors numbers, ...).
+
+    >>> import numpy as np
+    >>> normalized({"loss": np.float32(0.5), "shape": (2, 3), "model": object()})
+    {'loss': 0.5, 'shape': [2, 3], 'model': '<object>'}
+    """
     return json.loads(dumps(obj))
 
 
 #: fdatasync (data, not metadata such as the modification time) where the system has it
 _fsync = getattr(os, "fdatasync", os.fsync)
+#: how long (s) :meth:`Journal.close` waits for the background sync to finish before syncing itself
+CLOSE_WAIT = 30.0
 
 
 class JournalError(RuntimeError):
@@ -53,6 +61,9 @@ class Journal:
 
     def __init__(self, f):
         self._f = f
+        self._wanted = threading.Event()  # set: a sync is requested
+        self._closing = False
+        self._syncer = None
 
     @classmethod
     def open(cls, path: str):
@@ -77,21 +88,38 @@ class Journal:
         return _parse(path)[0]
 
     def append(self, record: dict, sync: bool = False) -> None:
-        """Write ``record`` as one line and flush it; with ``sync``, also force it to disk."""
+        """Write ``record`` as one line and flush it; with ``sync``, also :meth:`request_sync`."""
         self._f.write((dumps(record) + "\n").encode())
         self._f.flush()
         if sync:
+            self.request_sync()
+
+    def request_sync(self) -> None:
+        """Have everything appended so far forced to disk now, in the background (one sync covers every
+        request made before it starts)."""
+        if self._syncer is None:
+            self._syncer = threading.Thread(target=self._sync_loop, name="ember-tune-journal-sync", daemon=True)
+            self._syncer.start()
+        self._wanted.set()
+
+    def _sync_loop(self) -> None:
+        while True:
+            self._wanted.wait()
+            if self._closing:
+                return
+            self._wanted.clear()  # before syncing: a request made while it runs gets a sync of its own
             _fsync(self._f.fileno())
 
-    def sync(self) -> None:
-        """Force everything appended so far to disk."""
-        _fsync(self._f.fileno())
-
     def close(self) -> None:
-        """Sync and close the file (closing twice is harmless)."""
-        if not self._f.closed:
-            self.sync()
-            self._f.close()
+        """Force everything to disk and close the file (closing twice is harmless)."""
+        if self._f.closed:
+            return
+        if self._syncer is not None:
+            self._closing = True
+            self._wanted.set()
+            self._syncer.join(CLOSE_WAIT)
+        _fsync(self._f.fileno())
+        self._f.close()
 
 
 def _lock(f, path: str) -> None:

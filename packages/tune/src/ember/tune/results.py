@@ -20,7 +20,7 @@ import dataclasses
 import json
 import math
 
-from .journal import _default
+from .journal import json_default
 
 #: the result keys every result has, shown after the metric in tables
 _BOOKKEEPING = ("training_iteration", "trial_id", "timestamp", "time_total_s")
@@ -173,7 +173,7 @@ class ResultGrid:
         data = {"metric": self.metric, "mode": self.mode, "path": self.path,
                 "trials": [dataclasses.asdict(r) for r in self._results]}
         with open(path, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, default=_default)
+            json.dump(data, f, indent=1, default=json_default)
 
     def get_dataframe(self):
         """The CSV's table as a pandas DataFrame (needs pandas, which ember.tune does not depend on)."""
@@ -217,7 +217,7 @@ def _plain(value):
     """A CSV/table cell's value: numbers and strings as they are, anything else as JSON text."""
     if isinstance(value, (str, int, float)):
         return value
-    return json.dumps(value, default=_default)
+    return json.dumps(value, default=json_default)
 
 
 def _cell(value) -> str:

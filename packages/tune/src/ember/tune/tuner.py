@@ -19,7 +19,7 @@ import functools
 import os
 
 from . import registry
-from .config import RunConfig, TuneConfig
+from .config import FailureConfig, RunConfig, TuneConfig
 from .experiment import Experiment, load_components, save_components
 
 #: the Tuner's own settings, pickled next to the experiment's for :meth:`Tuner.restore`
@@ -43,7 +43,8 @@ def with_resources(trainable, resources: dict):
     """``trainable`` with the resources each trial needs: ``{"cpu": n, "gpu": m}`` (missing keys: 1 CPU,
     0 GPUs). The executor starts a trial only when they are free; GPUs are picked by free memory."""
     if not callable(trainable):
-        raise TypeError(f"with_resources: trainable must be a function trainable(config), got {type(trainable).__name__}")
+        raise TypeError("with_resources: trainable must be a function trainable(config), got "
+                        f"{type(trainable).__name__}")
     if not isinstance(resources, dict) or set(resources) - {"cpu", "gpu"}:
         raise ValueError(f"with_resources: resources must be a dict with keys 'cpu' and/or 'gpu', got {resources!r}")
     for key, value in resources.items():
@@ -84,12 +85,18 @@ class Tuner:
 
         Finished trials are kept; trials that were running restart from their latest checkpoint; the
         searcher and scheduler continue where they were. Pass again whatever could not be saved with the
-        experiment (a lambda in ``param_space``, an unpicklable searcher, ...): restore says which.
+        experiment (a lambda in ``param_space``, an unpicklable searcher, ...): restore says which. An
+        experiment begun with the ask/tell :class:`~ember.tune.Experiment` continues with the Tuner's defaults.
         """
         path = os.path.expanduser(path)
         experiment = Experiment.restore(path, param_space=param_space, search_alg=search_alg,
                                         scheduler=scheduler, stop=stop)
-        state = load_components(os.path.join(path, TUNER_STATE), {"executor": executor}, _TUNER_KEYS)
+        state_path = os.path.join(path, TUNER_STATE)
+        if os.path.exists(state_path):
+            state = load_components(state_path, {"executor": executor}, _TUNER_KEYS)
+        else:  # an experiment driven by ask/tell so far: the Tuner's defaults
+            state = {"executor": executor or "local", "max_concurrent_trials": None, "verbose": 1,
+                     "progress_interval": 5.0}
         self = cls.__new__(cls)
         self.trainable, self.param_space = trainable, experiment.space
         self.tune_config = TuneConfig(metric=experiment.metric, mode=experiment.mode,
@@ -99,14 +106,20 @@ class Tuner:
                                       seed=experiment.seed, executor=state["executor"])
         self.run_config = RunConfig(name=os.path.basename(path), storage_path=os.path.dirname(path),
                                     stop=experiment.stop, checkpoint_config=experiment.checkpoint_config,
+                                    failure_config=FailureConfig(experiment.max_failures),
                                     verbose=state["verbose"], progress_interval=state["progress_interval"])
         self._experiment = experiment
         return self
 
     def fit(self):
         """Run the trials until the searcher is done and every trial ended; returns the ResultGrid."""
-        experiment = self._experiment or self._new_experiment()
-        self._experiment = experiment
+        experiment = self._experiment
+        if experiment is not None and experiment.closed:  # fit ran before
+            if experiment.is_finished():
+                return experiment.results()
+            raise RuntimeError(f"this Tuner's fit was interrupted: continue with "
+                               f"Tuner.restore({experiment.path!r}, trainable)")
+        experiment = self._experiment = experiment or self._new_experiment()
         tc, rc = self.tune_config, self.run_config
         executor = registry.resolve("executor", tc.executor)
         resources = getattr(self.trainable, "resources", {"cpu": 1, "gpu": 0})
@@ -154,8 +167,10 @@ def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int 
             if trial.trial_id in started:  # a retry or resume: its old process may still be exiting
                 executor.stop(trial.trial_id)
             started.add(trial.trial_id)
-            executor.start(TrialRun(trial.trial_id, trial.config, trial.trial_dir, checkpoint=trial.checkpoint,
-                                    iteration=trial.checkpoint_iteration, resources=dict(resources)))
+            run = TrialRun(trial.trial_id, trial.config, trial.trial_dir, checkpoint=trial.checkpoint,
+                           iteration=trial.checkpoint_iteration, time_total_s=trial.time_base,
+                           resources=dict(resources))
+            executor.start(run)
             running.add(trial.trial_id)
         if not running and not may_ask:
             if experiment.is_finished():

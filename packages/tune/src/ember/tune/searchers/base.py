@@ -35,7 +35,9 @@ class Searcher:
 
         ``space`` is an :class:`ember.tune.SearchSpace`; ``mode`` is "min" or "max";
         ``num_samples`` is the experiment's ``num_samples`` (for the random searcher: per grid point;
-        None: no limit). A searcher says :data:`FINISHED` when it has nothing more to propose.
+        None: no limit). A searcher says :data:`FINISHED` when it has nothing more to propose. A searcher
+        that knows how many configurations it gives sets ``self.total`` (an int) here; the experiment then
+        leaves the stopping to it (others are capped at ``num_samples`` times the grid size).
         """
         if mode not in ("min", "max"):
             raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
