@@ -127,7 +127,7 @@ class ResultGrid:
         config_cols = _union(c.keys() for c in configs)
         metric_keys = _union(r.metrics.keys() for r in self._results)
         first = [k for k in (self.metric, *_BOOKKEEPING) if k in metric_keys]
-        metric_cols = first + [k for k in metric_keys if k not in first]
+        metric_cols = [k for k in first + [k for k in metric_keys if k not in first] if k != "trial_id"]
         columns = ["trial_id", "status", "num_failures", *(f"config/{k}" for k in config_cols), *metric_cols, "error"]
         rows = [[r.trial_id, r.status, r.num_failures, *(c.get(k) for k in config_cols),
                  *(r.metrics.get(k) for k in metric_cols), r.error]
