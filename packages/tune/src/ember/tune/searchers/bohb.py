@@ -11,8 +11,9 @@ is drawn at random; otherwise the model is fitted on the largest budget holding 
   for numeric parameters, Aitchison-Aitken for categorical ones, bandwidths by the normal
   reference rule, at least ``min_bandwidth``, and for numeric parameters at least
   ``min_numeric_bandwidth``);
-- ``num_samples`` candidates are drawn from l with its bandwidths widened by
-  ``bandwidth_factor``, and the one maximising l(x) / g(x) is proposed.
+- ``num_samples`` candidates are drawn from l with its numeric bandwidths widened by
+  ``bandwidth_factor`` (categorical kernels as they are), and the one maximising l(x) / g(x)
+  is proposed.
 
 BOHB proper is this searcher with the Hyperband scheduler
 (``search_alg=BOHBSearcher(), scheduler=HyperBandScheduler(...)``): the scheduler runs the
@@ -44,7 +45,7 @@ from .base import FINISHED, Searcher
 
 
 class BOHBSearcher(Searcher):
-    """BOHB's configuration model (defaults as the paper's and hpbandster's).
+    """BOHB's configuration model (defaults as the paper's, plus ``min_numeric_bandwidth``).
 
     Args:
         min_points_in_model: N_min, the fewest observations in either density; None: the number
@@ -52,7 +53,7 @@ class BOHBSearcher(Searcher):
         top_n_percent: the share (in percent) of a budget's observations in the good set.
         num_samples: candidates drawn from l per proposal.
         random_fraction: the probability of a random proposal (keeps the search exploring).
-        bandwidth_factor: widening of l's bandwidths when drawing candidates.
+        bandwidth_factor: widening of l's numeric bandwidths when drawing candidates.
         min_bandwidth: the smallest bandwidth, so a parameter on which all good points agree
             is still explored around that value (the paper's 1e-3).
         min_numeric_bandwidth: the smallest bandwidth of a numeric parameter, on its [0, 1]
