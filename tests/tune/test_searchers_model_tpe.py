@@ -137,7 +137,8 @@ def test_accepts_a_plain_dict_space():
     assert config["fixed"] == 3 and 0 <= config["x"] <= 1
 
 
-@pytest.mark.parametrize("domain, word", [(grid_search([1, 2]), "grid_search"), (sample_from(lambda c: 1), "sample_from")])
+@pytest.mark.parametrize("domain, word", [(grid_search([1, 2]), "grid_search"),
+                                          (sample_from(lambda c: 1), "sample_from")])
 def test_refuses_grid_search_and_sample_from(domain, word):
     s = TPESearcher()
     with pytest.raises(ValueError, match=word) as info:

@@ -127,7 +127,8 @@ class TPESearcher(Searcher):
         check_state(state, "tpe", ("rng", "vectors", "latest"))
         self.rng.bit_generator.state = state["rng"]
         self._vectors = {tid: decode_vector(v) for tid, v in state["vectors"].items()}
-        self._latest = {tid: (it, math.nan if loss is None else float(loss)) for tid, (it, loss) in state["latest"].items()}
+        self._latest = {tid: (it, math.nan if loss is None else float(loss))
+                        for tid, (it, loss) in state["latest"].items()}
 
     # -- the model -----------------------------------------------------------------------------------------
     def _record(self, trial_id, result):
