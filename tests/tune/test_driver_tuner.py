@@ -80,10 +80,11 @@ def test_fit_with_hyperband_pauses_and_resumes_trials_from_their_checkpoints(tmp
                                                    scheduler=tune.HyperBandScheduler(max_t=3, reduction_factor=3)),
                        run_config=runs(tmp_path, "hb"))
     grid = tuner.fit()
-    assert grid.num_terminated == 5
-    assert [len(r.metrics_history) for r in grid] == [3, 1, 1, 3, 3]
     starts = {r.trial_id: (tmp_path / f"starts_{r.trial_id}.txt").read_text().split() for r in grid}
-    assert starts == {"00000": ["0", "1"], "00001": ["0"], "00002": ["0"], "00003": ["0"], "00004": ["0"]}
+    seen = f"{grid.table()}\nerrors: {grid.errors}\nstarts: {starts}"
+    assert grid.num_terminated == 5, seen
+    assert [len(r.metrics_history) for r in grid] == [3, 1, 1, 3, 3], seen
+    assert starts == {"00000": ["0", "1"], "00001": ["0"], "00002": ["0"], "00003": ["0"], "00004": ["0"]}, seen
     for r in grid:
         assert [m["training_iteration"] for m in r.metrics_history] == list(range(1, len(r.metrics_history) + 1))
         times = [m["time_total_s"] for m in r.metrics_history]
