@@ -61,15 +61,14 @@ class Incumbent:
 
 
 def make_ember(method: str, max_t: int):
+    """(searcher, scheduler, multi_fidelity) of an ember method: BOHB is the BOHB searcher with Hyperband."""
     from ember import tune
-    schedulers = {
-        "hyperband": lambda: tune.HyperBandScheduler(max_t=max_t, reduction_factor=ETA),
-        "asha": lambda: tune.ASHAScheduler(max_t=max_t, grace_period=1, reduction_factor=ETA),
-    }
     searcher = getattr(tune, {"tpe": "TPESearcher", "bohb": "BOHBSearcher"}.get(method, "RandomSearcher"))()
-    scheduler = schedulers["hyperband" if method == "bohb" else method]() if method in (
-        "hyperband", "asha", "bohb") else tune.FIFOScheduler()
-    return searcher, scheduler, method in ("hyperband", "asha", "bohb")
+    if method in ("hyperband", "bohb"):
+        return searcher, tune.HyperBandScheduler(max_t=max_t, reduction_factor=ETA), True
+    if method == "asha":
+        return searcher, tune.ASHAScheduler(max_t=max_t, grace_period=1, reduction_factor=ETA), True
+    return searcher, tune.FIFOScheduler(), False
 
 
 def run_ember(problem, method: str, seed: int, budget: int) -> dict:
