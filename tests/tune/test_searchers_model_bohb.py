@@ -185,7 +185,8 @@ def test_refuses_grid_search_and_sample_from(domain, word):
                                           ({"num_samples": 0}, "num_samples"),
                                           ({"random_fraction": 1.5}, "random_fraction"),
                                           ({"bandwidth_factor": 0}, "bandwidth_factor"),
-                                          ({"min_bandwidth": -1}, "min_bandwidth")])
+                                          ({"min_bandwidth": -1}, "min_bandwidth"),
+                                          ({"min_numeric_bandwidth": 1.0}, "min_numeric_bandwidth")])
 def test_bad_arguments(kwargs, word):
     with pytest.raises(ValueError, match=word):
         BOHBSearcher(**kwargs)

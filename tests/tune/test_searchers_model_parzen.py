@@ -91,6 +91,8 @@ def test_normal_reference_bandwidths_known_values():
     assert bw[2] == 1.0  # active in a single point: the widest kernel
     same = normal_reference_bandwidths(np.array([[0.5, 1.0], [0.5, 1.0]]), np.array([0, 3]), min_bandwidth=0.01)
     assert same.tolist() == [0.01, 0.01]
+    numeric_floor = normal_reference_bandwidths(np.array([[0.5, 1.0], [0.5, 1.0]]), np.array([0, 3]), 0.01, 0.05)
+    assert numeric_floor.tolist() == [0.05, 0.01]  # the numeric floor leaves categorical kernels alone
 
 
 def test_product_kde_integrates_to_one_over_mixed_space():

@@ -218,12 +218,13 @@ class UnivariateParzen:
         return logsumexp(comp + self.log_weights[None, :], axis=1)
 
 
-def normal_reference_bandwidths(data: np.ndarray, n_choices: np.ndarray, min_bandwidth: float) -> np.ndarray:
+def normal_reference_bandwidths(data: np.ndarray, n_choices: np.ndarray, min_bandwidth: float,
+                                min_numeric_bandwidth: float = 0.0) -> np.ndarray:
     """Per-dimension bandwidths of a product kernel by the normal reference rule.
 
     Numeric dimension: ``1.06 * std * n ** (-1 / (4 + dims))`` over the points where it is
     active (Scott's rule as statsmodels' ``normal_reference`` writes it), at least
-    ``min_bandwidth``. Categorical dimension: the same rule with the category spread
+    ``max(min_bandwidth, min_numeric_bandwidth)``. Categorical dimension: the same rule with the category spread
     ``sqrt(1 - sum_k p_k**2)`` in place of the standard deviation (it does not depend on how the
     categories are numbered), clipped to ``[min_bandwidth, (c - 1) / c]`` (at the top the kernel
     is uniform). A dimension active in fewer than two points gets the widest bandwidth, 1 or
@@ -249,7 +250,7 @@ def normal_reference_bandwidths(data: np.ndarray, n_choices: np.ndarray, min_ban
         else:
             spread = float(np.std(column))
         bw = 1.06 * spread * len(column) ** (-1.0 / (4 + n_dims))
-        out[d] = min(max(bw, min_bandwidth), widest) if c else max(bw, min_bandwidth)
+        out[d] = min(max(bw, min_bandwidth), widest) if c else max(bw, min_bandwidth, min_numeric_bandwidth)
     return out
 
 

@@ -9,9 +9,11 @@ is drawn at random; otherwise the model is fitted on the largest budget holding 
   the worst ``n_g = max(N_min, n - n_l)`` the bad set (they overlap while n is small);
 - one product-kernel density each, l(x) on the good and g(x) on the bad set (Gaussian kernels
   for numeric parameters, Aitchison-Aitken for categorical ones, bandwidths by the normal
-  reference rule, at least ``min_bandwidth``);
-- ``num_samples`` candidates are drawn from l with its bandwidths widened by
-  ``bandwidth_factor``, and the one maximising l(x) / g(x) is proposed.
+  reference rule, at least ``min_bandwidth``, and for numeric parameters at least
+  ``min_numeric_bandwidth``);
+- ``num_samples`` candidates are drawn from l with its numeric bandwidths widened by
+  ``bandwidth_factor`` (categorical kernels as they are), and the one maximising l(x) / g(x)
+  is proposed.
 
 BOHB proper is this searcher with the Hyperband scheduler
 (``search_alg=BOHBSearcher(), scheduler=HyperBandScheduler(...)``): the scheduler runs the
@@ -43,7 +45,7 @@ from .base import FINISHED, Searcher
 
 
 class BOHBSearcher(Searcher):
-    """BOHB's configuration model (defaults as the paper's and hpbandster's).
+    """BOHB's configuration model (defaults as the paper's, plus ``min_numeric_bandwidth``).
 
     Args:
         min_points_in_model: N_min, the fewest observations in either density; None: the number
@@ -51,15 +53,24 @@ class BOHBSearcher(Searcher):
         top_n_percent: the share (in percent) of a budget's observations in the good set.
         num_samples: candidates drawn from l per proposal.
         random_fraction: the probability of a random proposal (keeps the search exploring).
-        bandwidth_factor: widening of l's bandwidths when drawing candidates.
+        bandwidth_factor: widening of l's numeric bandwidths when drawing candidates.
         min_bandwidth: the smallest bandwidth, so a parameter on which all good points agree
-            is still explored around that value.
+            is still explored around that value (the paper's 1e-3).
+        min_numeric_bandwidth: the smallest bandwidth of a numeric parameter, on its [0, 1]
+            scale (ember's addition; 0 gives the paper's model). Proposals near good points make
+            more good points there, so with a few good points in few dimensions their spread, and
+            with it the Gaussian kernels, collapses and the search crawls. Measured with the
+            defaults, median best of 10 seeds (0 instead in brackets): a 3-D quadratic after
+            80 trials 0.73 (1.58; random search 1.67), 6-D after 120 trials 1.80 (2.69; random
+            10.7); on Counting Ones (8 + 8 dimensions) under Hyperband it changed no budget to
+            reach a regret of 2, 1 or 0.5 on 8 seeds.
 
     Raises ValueError at :meth:`setup` for a space with ``grid_search`` or ``sample_from``.
     """
 
     def __init__(self, min_points_in_model: int | None = None, top_n_percent: float = 15, num_samples: int = 64,
-                 random_fraction: float = 1 / 3, bandwidth_factor: float = 3, min_bandwidth: float = 1e-3):
+                 random_fraction: float = 1 / 3, bandwidth_factor: float = 3, min_bandwidth: float = 1e-3,
+                 min_numeric_bandwidth: float = 0.03):
         if min_points_in_model is not None and min_points_in_model < 1:
             raise ValueError(f"min_points_in_model must be >= 1 or None, got {min_points_in_model}")
         if not 0 < top_n_percent < 100:
@@ -70,12 +81,15 @@ class BOHBSearcher(Searcher):
             raise ValueError(f"random_fraction must be in [0, 1], got {random_fraction}")
         if bandwidth_factor <= 0 or min_bandwidth <= 0:
             raise ValueError(f"bandwidth_factor and min_bandwidth must be > 0, got {bandwidth_factor}, {min_bandwidth}")
+        if not 0 <= min_numeric_bandwidth < 1:
+            raise ValueError(f"min_numeric_bandwidth must be in [0, 1), got {min_numeric_bandwidth}")
         self.min_points_in_model = min_points_in_model
         self.top_n_percent = top_n_percent
         self.num_samples_per_proposal = num_samples
         self.random_fraction = random_fraction
         self.bandwidth_factor = bandwidth_factor
         self.min_bandwidth = min_bandwidth
+        self.min_numeric_bandwidth = min_numeric_bandwidth
 
     def setup(self, space, metric, mode, seed=None, num_samples=None):
         check_setup("BOHBSearcher", num_samples)
@@ -155,10 +169,9 @@ class BOHBSearcher(Searcher):
         good = np.stack([self._vectors[tid] for tid in ids[:n_good]])
         bad = np.stack([self._vectors[tid] for tid in ids[n - n_bad:]])
         layout = self.layout
-        l_kde = ProductKDE(good, normal_reference_bandwidths(good, layout.n_choices, self.min_bandwidth),
-                           layout.n_choices)
-        g_kde = ProductKDE(bad, normal_reference_bandwidths(bad, layout.n_choices, self.min_bandwidth),
-                           layout.n_choices)
+        floors = (self.min_bandwidth, self.min_numeric_bandwidth)
+        l_kde = ProductKDE(good, normal_reference_bandwidths(good, layout.n_choices, *floors), layout.n_choices)
+        g_kde = ProductKDE(bad, normal_reference_bandwidths(bad, layout.n_choices, *floors), layout.n_choices)
         candidates = l_kde.sample(self.rng, self.num_samples_per_proposal, layout, self.bandwidth_factor)
         for d in np.flatnonzero(layout.n_choices == 0):
             active = ~np.isnan(candidates[:, d])
