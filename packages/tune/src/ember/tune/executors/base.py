@@ -55,6 +55,20 @@ class Executor:
         """Start running a trial."""
         raise NotImplementedError
 
+    def _refuse_bad_start(self, run: TrialRun, set_up: bool) -> None:
+        """The errors of a :meth:`start` that cannot be honoured (for subclasses that keep their running
+        trials in ``self._trials`` and set ``self._closed`` on shutdown)."""
+        name = type(self).__name__
+        if not set_up:
+            raise RuntimeError(f"{name}.setup(trainable, experiment_dir) must be called before start()")
+        if self._closed:
+            raise RuntimeError(f"this {name} was shut down")
+        if run.trial_id in self._trials:
+            raise ValueError(f"trial {run.trial_id} is already running")
+        if not self.has_free_slot(run.resources):
+            raise RuntimeError(f"no free slot for trial {run.trial_id} (resources {run.resources}); "
+                               "call start() only when has_free_slot() is True")
+
     def poll(self, timeout: float) -> list:
         """Events since the last call (:class:`ExecutorEvent`), waiting at most ``timeout`` seconds for one."""
         raise NotImplementedError

@@ -260,15 +260,7 @@ class LocalExecutor(Executor):
     # -- trials -------------------------------------------------------------------------------------------
     def start(self, run) -> None:
         """Start ``run`` in a new process (it must fit: see :meth:`has_free_slot`)."""
-        if self._payload is None:
-            raise RuntimeError("LocalExecutor.setup(trainable, experiment_dir) must be called before start()")
-        if self._closed:
-            raise RuntimeError("this LocalExecutor was shut down")
-        if run.trial_id in self._trials:
-            raise ValueError(f"trial {run.trial_id} is already running")
-        if not self.has_free_slot(run.resources):
-            raise RuntimeError(f"no free slot for trial {run.trial_id} (resources {run.resources}); "
-                               "call start() only when has_free_slot() is True")
+        self._refuse_bad_start(run, set_up=self._payload is not None)
         cpu, gpu = self._check_resources(run.resources)
         gpus = self.gpu_picker.pick(gpu, exclude=self._held_gpus()) if gpu else []
         if self.start_method != "fork":

@@ -266,15 +266,7 @@ class RayExecutor(Executor):
 
     def start(self, run: TrialRun) -> None:
         """Start ``run`` in a new actor (it must fit: see :meth:`has_free_slot`)."""
-        if self._trainable_ref is None:
-            raise RuntimeError("RayExecutor.setup(trainable, experiment_dir) must be called before start()")
-        if self._closed:
-            raise RuntimeError("this RayExecutor was shut down")
-        if run.trial_id in self._trials:
-            raise ValueError(f"trial {run.trial_id} is already running")
-        if not self.has_free_slot(run.resources):
-            raise RuntimeError(f"no free slot for trial {run.trial_id} (resources {run.resources}); "
-                               "call start() only when has_free_slot() is True")
+        self._refuse_bad_start(run, set_up=self._trainable_ref is not None)
         options = ray_resources(run.resources)
         options.setdefault("num_cpus", 0)  # Ray's actors hold no CPU unless asked
         data = None
