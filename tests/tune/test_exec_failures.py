@@ -12,20 +12,11 @@ import pytest
 
 from ember import tune
 from ember.tune import Decision, TrialRun
-from ember.tune.executors.local import LocalExecutor
 
 from .exec_helpers import drive, gone, start_trial, wait_for
 from .test_exec_local import counting
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-def executor(tmp_path):
-    ex = LocalExecutor(max_concurrent=2, num_cpus=4)
-    yield ex
-    ex.shutdown(timeout=5.0)
-    assert ex.running == []
 
 
 def failing(config):

@@ -20,14 +20,6 @@ from .exec_helpers import drive, gone, start_trial, wait_for
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture
-def executor(tmp_path):
-    ex = LocalExecutor(max_concurrent=2, num_cpus=4)
-    yield ex
-    ex.shutdown(timeout=5.0)
-    assert ex.running == []
-
-
 # -- trainables ---------------------------------------------------------------------------------------------
 
 
