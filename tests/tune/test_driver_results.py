@@ -119,6 +119,21 @@ def test_progress_reporter_plain_text_and_interval(grid):
     assert out.getvalue() == first * 2
 
 
+
+def test_progress_reporter_with_rich_prints_a_table():
+    exp = tune.Experiment({"x": tune.uniform(0, 1)}, "loss", "min", num_samples=2, seed=0)
+    a, b = exp.ask(), exp.ask()
+    exp.report(a, {"loss": 0.25})
+    exp.tell(a)
+    exp.report(b, {"loss": 0.5})
+    out = io.StringIO()
+    ProgressReporter("loss", "min", out=out, use_rich=True).update(exp.trials)
+    text = out.getvalue()
+    assert "2 trials: 1 running, 0 paused, 0 pending, 1 terminated" in text and "best loss=0.25" in text
+    rows = [line for line in text.splitlines() if line.startswith("│ 0000")]  # the table's body rows
+    assert len(rows) == 2 and "TERMINATED" in rows[0] and "RUNNING" in rows[1] and "0.25" in rows[0]
+
+
 def test_config_validation_errors():
     with pytest.raises(ValueError, match="TuneConfig: num_samples must be an int >= 1"):
         tune.TuneConfig(num_samples=0)
