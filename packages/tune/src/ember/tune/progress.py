@@ -78,9 +78,11 @@ class ProgressReporter:
     def _print_rich(self, summary: str, header: list, rows: list) -> None:
         from rich.console import Console
         from rich.table import Table
-        table = Table(title=summary)
+        table = Table()
         for column in header:
             table.add_column(column)
         for row in rows:
             table.add_row(*row)
-        Console(file=self.out).print(table)
+        console = Console(file=self.out)
+        console.print(summary, soft_wrap=True, highlight=False, markup=False)  # one line, as in plain text
+        console.print(table)
