@@ -6,86 +6,90 @@
 >>> x.grad
 tensor([2., 4.])
 """
+import importlib as _importlib
+import importlib.abc as _importlib_abc
+import importlib.util as _importlib_util
+import sys as _sys
 import warnings as _warnings
 from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)  # ember.nn, ember.data, ... come from sibling distributions
 
-from importlib.metadata import PackageNotFoundError as _NotFound, version as _version  # noqa: E402
-
-try:
-    __version__ = _version("ember-core")
-except _NotFound:  # running from a source tree that is not installed
-    __version__ = "0+unknown"
-
-from ._dtype import *  # noqa: E402,F401,F403
-from ._dtype import bool_  # noqa: E402,F401
-from ._device import device  # noqa: E402,F401
-from ._size import Size  # noqa: E402,F401
-from . import autograd  # noqa: E402,F401  (before _tensor: autograd's modules import it)
-from ._tensor import Tensor, is_tensor  # noqa: E402,F401
-from .errors import EmberError, DeviceMismatchError, PluginError, UnsupportedOpError  # noqa: E402,F401
-from ._plugins import hookimpl, register_plugin, unregister_plugin, list_backends, get_plugin_manager  # noqa
-from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,  # noqa: E402,F401
-                       is_inference_mode_enabled)
-from .ops import _common  # noqa: E402,F401
-from .ops.arith import *  # noqa: E402,F401,F403
-from .ops.conversion import *  # noqa: E402,F401,F403
-from .ops.creation import *  # noqa: E402,F401,F403
-from .ops.reduction import *  # noqa: E402,F401,F403
-from .ops.view import *  # noqa: E402,F401,F403
-from .ops.slicing import *  # noqa: E402,F401,F403
-from .ops.pointwise import *  # noqa: E402,F401,F403
-from .ops.activation import *  # noqa: E402,F401,F403
-from .ops.binary_math import *  # noqa: E402,F401,F403
-from .ops.bitwise import *  # noqa: E402,F401,F403
-from .ops.minmax import *  # noqa: E402,F401,F403
-from .ops.statistics import *  # noqa: E402,F401,F403
-from .ops.comparison import *  # noqa: E402,F401,F403
-from .ops.softmax import *  # noqa: E402,F401,F403
-from .ops.shape import *  # noqa: E402,F401,F403
-from .ops.indexing import *  # noqa: E402,F401,F403
-from .ops.gather import *  # noqa: E402,F401,F403
-from .ops.inplace import *  # noqa: E402,F401,F403
-from .ops.matmul import *  # noqa: E402,F401,F403
-from .ops.sorting import *  # noqa: E402,F401,F403
-from .ops.random_ops import *  # noqa: E402,F401,F403
-from .ops.predicates import *  # noqa: E402,F401,F403
-# the layers' ops (ember.nn.functional gathers them); at the top level only the names PyTorch has there with the
-# same signature (torch.batch_norm and torch.embedding take their arguments in another order than F's)
-from .ops import padding as _padding, interpolate as _interpolate, loss as _loss, recurrent as _recurrent  # noqa
-from .ops.convolution import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: E402,F401
-from .ops.pooling import max_pool1d, max_pool2d, avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d  # noqa
-from .ops.normalization import layer_norm, group_norm  # noqa: E402,F401
-from .ops.dropout import alpha_dropout, feature_alpha_dropout  # noqa: E402,F401
-from .random import *  # noqa: E402,F401,F403
-from .memory import *  # noqa: E402,F401,F403
-from .serialization import save, load  # noqa: E402,F401
-from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: E402,F401
-from . import linalg  # noqa: E402,F401
-from . import cuda  # noqa: E402,F401
-from .linalg import det, inverse, slogdet, tensor_norm as norm  # noqa: E402,F401
-from . import backends  # noqa: E402,F401
-from .backends import cpu as _cpu  # noqa: E402,F401
-
-globals()["bool"] = bool_
-
 _SIBLINGS = ("nn", "optim", "data", "parallel", "tune", "onnx")
+
+# The core's names (ember.tensor, ember.float32, ...) are imported by ember._api and copied here on first use
+# (PEP 562), so that importing a sibling such as ember.tune does not pay for NumPy and every op until it uses
+# them. The core's modules rely on ember._api's import order, so the first import of a core submodule
+# (``import ember.autograd`` before anything else) loads the core first, through _CoreFirst.
+_loaded = False
+
+
+def _load() -> None:
+    """Import ember._api and copy its names here; a nested call while it loads copies what is there so far."""
+    global _loaded
+    api = _sys.modules.get("ember._api")
+    if api is None:
+        if _CORE_FIRST in _sys.meta_path:
+            _sys.meta_path.remove(_CORE_FIRST)
+        api = _importlib.import_module("ember._api")
+    globals().update({k: v for k, v in vars(api).items() if not k.startswith("__") or k == "__version__"})
+    _loaded = getattr(api, "_complete", False)
+
+
+class _CoreFirst(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
+    """Until the core is loaded: an import of a core submodule loads the whole core (in ember._api's order)
+    first, then hands out the module that load made."""
+
+    _specs: dict = {}
+
+    def find_spec(self, fullname, path=None, target=None):
+        parts = fullname.split(".")
+        if parts[0] != "ember" or len(parts) < 2 or parts[1] in _SIBLINGS or parts[1] == "_api":
+            return None
+        _load()
+        module = _sys.modules.get(fullname)
+        if module is None:
+            return None
+        # the import system would run a module again from a spec of its own: hand it this loader instead,
+        # which gives back the module the load made (and puts its own spec back)
+        self._specs[fullname], module.__spec__ = module.__spec__, None
+        return _importlib_util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec):
+        return _sys.modules[spec.name]
+
+    def exec_module(self, module):
+        module.__spec__ = self._specs.pop(module.__name__)
+
+
+_CORE_FIRST = _CoreFirst()
+_sys.meta_path.insert(0, _CORE_FIRST)
+
 
 
 def __getattr__(name):
-    """``ember.nn``, ``ember.optim``, ...: imported on first use, as ``torch.optim`` works after ``import torch``."""
+    """The core's names, loaded on first use; ``ember.nn``, ``ember.optim``, ...: imported on first use, as
+    ``torch.optim`` works after ``import torch``."""
     if name in _SIBLINGS:
-        import importlib
         try:
-            return importlib.import_module(f"ember.{name}")
+            return _importlib.import_module(f"ember.{name}")
         except ModuleNotFoundError as exc:
             if exc.name != f"ember.{name}":
                 raise
             dist = {"optim": "nn", "onnx": "core[onnx]"}.get(name, name)
             raise AttributeError(f"module 'ember' has no attribute {name!r}: install ember-{dist} "
                                  f"(`pip install ember-{dist}`) to get ember.{name}") from None
+    if not _loaded:
+        _load()
+        if name in globals():
+            return globals()[name]
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
+
+
+def __dir__():
+    if not _loaded:
+        _load()
+    return sorted(globals())
 
 # 1/0, log(0), overflow: results are inf/nan as in PyTorch, which stays silent about them; NumPy would warn
 # from inside ember's ops. Only warnings raised in ember's own modules are silenced.
