@@ -66,7 +66,6 @@ _CORE_FIRST = _CoreFirst()
 _sys.meta_path.insert(0, _CORE_FIRST)
 
 
-
 def __getattr__(name):
     """The core's names, loaded on first use; ``ember.nn``, ``ember.optim``, ...: imported on first use, as
     ``torch.optim`` works after ``import torch``."""
@@ -90,6 +89,7 @@ def __dir__():
     if not _loaded:
         _load()
     return sorted(globals())
+
 
 # 1/0, log(0), overflow: results are inf/nan as in PyTorch, which stays silent about them; NumPy would warn
 # from inside ember's ops. Only warnings raised in ember's own modules are silenced.
