@@ -30,6 +30,10 @@ def test_a_checkpoint_file_elsewhere_is_copied_in(tmp_path):
     assert ckpt.path == checkpoint_path(str(tmp_path / "trial"), 3)
     assert ckpt.to_dict() == {"b": 2} and own.exists()
     assert not [f for f in os.listdir(tmp_path / "trial") if f.endswith(".tmp")]
+    mask = os.umask(0o022)
+    os.umask(mask)
+    # a new file's permissions, as open(path, "w") gives them (not the temporary file's 0600)
+    assert os.stat(ckpt.path).st_mode & 0o777 == 0o666 & ~mask
 
 
 def test_clear_errors(tmp_path):

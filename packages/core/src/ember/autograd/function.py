@@ -59,6 +59,29 @@ def _edge(t):
     return (None, 0)
 
 
+_NEED_1, _NEED_1_0 = (True,), (True, False)
+
+
+def _edges(inputs):
+    """The edges to the inputs' nodes, which inputs need a gradient, and the inputs' versions."""
+    edges = []
+    needs = []
+    versions = []
+    for t in inputs:
+        if isinstance(t, Tensor):
+            versions.append(t._vc[0])
+            if t._requires_grad:
+                fn = t.grad_fn
+                edges.append((fn, t._output_nr) if fn is not None else (t._grad_accumulator(), 0))
+                needs.append(True)
+                continue
+        else:
+            versions.append(None)
+        edges.append(_NO_EDGE)
+        needs.append(False)
+    return tuple(edges), tuple(needs), tuple(versions)
+
+
 def _gather(name, inputs):
     """The device, whether any input requires grad, and the arrays (or scalars) of an op's inputs."""
     device = None
@@ -185,6 +208,7 @@ class Op(Node):
                 else:
                     arrays = (first._data, second)
         else:
+            second = None
             device, requires, arrays = _gather(cls.name_, inputs)
             like = None
         backend = device._backend or device.backend
@@ -221,29 +245,26 @@ class Op(Node):
                 return res
             if not cls.multi_output and res._dtype.category != 2:
                 return res
-        edges = []
-        needs = []
-        versions = []
-        for t in inputs:
-            if isinstance(t, Tensor):
-                versions.append(t._vc[0])
-                if t._requires_grad:
-                    fn = t.grad_fn
-                    edges.append((fn, t._output_nr) if fn is not None else (t._grad_accumulator(), 0))
-                    needs.append(True)
-                    continue
+        if like is not None:  # one or two inputs, the first a tensor: the edges without the general loop
+            e1 = _edge(first)
+            if n == 1:
+                ctx.next_functions, ctx.needs_input_grad = (e1,), _NEED_1
+                versions = (first._vc[0],)
+            elif isinstance(second, Tensor):
+                ctx.next_functions = (e1, _edge(second))
+                ctx.needs_input_grad = (first._requires_grad, second._requires_grad)
+                versions = (first._vc[0], second._vc[0])
             else:
-                versions.append(None)
-            edges.append(_NO_EDGE)
-            needs.append(False)
-        ctx.next_functions = tuple(edges)
-        ctx.needs_input_grad = needs
+                ctx.next_functions, ctx.needs_input_grad = (e1, _NO_EDGE), _NEED_1_0
+                versions = (first._vc[0], None)
+        else:
+            ctx.next_functions, ctx.needs_input_grad, versions = _edges(inputs)
         ctx.seq = next(_seq)
         if cls.saves_inputs:
             ctx._saved = inputs
             ctx._saved_versions = versions
         if cls.wants_shapes:
-            ctx.in_shapes = [t._data.shape if isinstance(t, Tensor) else None for t in inputs]
+            ctx.in_shapes = tuple(t._data.shape if isinstance(t, Tensor) else None for t in inputs)
         if anomaly.ENABLED:
             anomaly.record_forward(ctx)
         if cls.multi_output:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from .._device import device as _device_cls, as_device
 from ..errors import CheckpointError
 from . import _format
 from ._structure import Decoder, Encoder, references, select
+from .atomic import write_atomically
 
 __all__ = ["save", "load"]
 
@@ -59,48 +59,9 @@ def save(obj, f) -> None:
     arrays = enc.finish()
     meta = {_META_KEY: json.dumps({"version": _VERSION, "root": root}, separators=(",", ":"), allow_nan=False)}
     if isinstance(f, (str, bytes, os.PathLike)):
-        _atomic_write(os.fspath(f), arrays, meta)
+        write_atomically(os.fspath(f), lambda out: _format.write_file(out, arrays, meta))
     else:
         _format.write_file(f, arrays, meta)
-
-
-def _atomic_write(path, arrays, meta) -> None:
-    path = os.fsdecode(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            _format.write_file(out, arrays, meta)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, _mode_for(path))
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # make the rename itself durable
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
-
-
-def _mode_for(path) -> int:
-    """The permissions the new file gets: the old file's, else what ``open(path, 'w')`` would give."""
-    try:
-        return os.stat(path).st_mode & 0o777
-    except OSError:
-        mask = os.umask(0)
-        os.umask(mask)
-        return 0o666 & ~mask
 
 
 def load(f, map_location=None, *, keys=None, weights_only=True):

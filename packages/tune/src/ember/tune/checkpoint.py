@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import os
 import shutil
-import tempfile
 
 __all__ = ["Checkpoint", "CheckpointManager", "checkpoint_path", "write_checkpoint"]
 
@@ -106,19 +105,10 @@ def write_checkpoint(checkpoint, trial_dir: str, iteration: int) -> Checkpoint:
 def _atomic_copy(src: str, dst: str) -> None:
     if not os.path.isfile(src):
         raise FileNotFoundError(f"checkpoint file {src!r} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(dst)}.", suffix=".tmp", dir=os.path.dirname(dst))
-    try:
-        with os.fdopen(fd, "wb") as out, open(src, "rb") as inp:
-            shutil.copyfileobj(inp, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, dst)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from ember.serialization.atomic import write_atomically  # loads ember's core, which a copy rarely needs first
+
+    with open(src, "rb") as inp:
+        write_atomically(dst, lambda out: shutil.copyfileobj(inp, out))
 
 
 class CheckpointManager:

@@ -69,6 +69,15 @@ class Executor:
             raise RuntimeError(f"no free slot for trial {run.trial_id} (resources {run.resources}); "
                                "call start() only when has_free_slot() is True")
 
+    def _answered(self, trial_id: str):
+        """The running trial ``trial_id``, which must be waiting for an answer and is no longer (for subclasses
+        that keep their running trials in ``self._trials``, each with a ``waiting`` flag)."""
+        trial = self._trials.get(trial_id)
+        if trial is None or not trial.waiting:
+            raise ValueError(f"trial {trial_id} is not waiting for an answer (respond once to each 'result' event)")
+        trial.waiting = False
+        return trial
+
     def poll(self, timeout: float) -> list:
         """Events since the last call (:class:`ExecutorEvent`), waiting at most ``timeout`` seconds for one."""
         raise NotImplementedError

@@ -290,10 +290,7 @@ class LocalExecutor(Executor):
     def respond(self, trial_id: str, decision) -> None:
         """Answer trial ``trial_id``'s pending result: CONTINUE, PAUSE or STOP (a Decision or its value)."""
         decision = Decision(decision)
-        trial = self._trials.get(trial_id)
-        if trial is None or not trial.waiting:
-            raise ValueError(f"trial {trial_id} is not waiting for an answer (respond once to each 'result' event)")
-        trial.waiting = False
+        trial = self._answered(trial_id)
         try:
             if trial.conn is not None:
                 trial.conn.send(decision.value)

@@ -324,10 +324,7 @@ class RayExecutor(Executor):
     def respond(self, trial_id: str, decision) -> None:
         """Answer trial ``trial_id``'s pending result: CONTINUE, PAUSE or STOP (a Decision or its value)."""
         decision = Decision(decision)
-        trial = self._trials.get(trial_id)
-        if trial is None or not trial.waiting:
-            raise ValueError(f"trial {trial_id} is not waiting for an answer (respond once to each 'result' event)")
-        trial.waiting = False
+        trial = self._answered(trial_id)
         trial.actor.respond.remote(decision.value)  # if the actor died meanwhile, poll() reports that
 
     def stop(self, trial_id: str) -> None:
