@@ -8,8 +8,10 @@ next block. A block's columns are laid out ``(rows, samples, positions)``, so
 that the whole block is *one* matrix product (per group) with
 ``samples x positions`` columns: few large BLAS calls instead of one small
 call per sample, which matters most when BLAS threads must meet up on a busy
-machine. A transposed convolution multiplies first and adds the products
-into its output one kernel position at a time (col2im).
+machine. A transposed convolution (also a convolution's input gradient)
+multiplies first, sample by sample, and adds the products into its output one
+kernel position at a time (col2im): per sample, a kernel position's slab of
+the product lines up with its windows, so the adds need no transposition.
 
 With stride 1 the windows of one channel and kernel position are a single
 contiguous run of the padded input (rows of pitch ``Wp``; the ``Wp - Wo``
@@ -110,6 +112,18 @@ class _Plan:
         self._positions(cols, n)[...] = y.transpose(1, 0, 2, 3)
         return cols.reshape(self.groups, c // self.groups, n * self.length)
 
+    def sample_columns_buffer(self, n, channels, dtype):
+        """A buffer for :meth:`sample_columns` of ``n`` samples (zeros between pitched rows stay zero)."""
+        return (np.zeros if self.flat and self.pitch != self.small[1] else np.empty)(n * channels * self.length,
+                                                                                     dtype=dtype)
+
+    def sample_columns(self, y, buffer):
+        """Small-grid arrays (n, C, Ho, Wo) as (n, groups, C/groups, L) columns in ``buffer``, sample by sample."""
+        n, c = y.shape[:2]
+        cols = buffer[:n * c * self.length]
+        _view(cols, (n, c) + self.small, (c * self.length, self.length, self.pitch, 1))[...] = y
+        return cols.reshape(n, self.groups, c // self.groups, self.length)
+
     def from_columns(self, cols, n):
         """(.., C, n * L) contiguous columns back to the small grid (n, C, Ho, Wo), as a view."""
         return self._positions(cols, n).transpose(1, 0, 2, 3)
@@ -160,17 +174,22 @@ def _conv_transpose(x, w, b, plan):
     out = (np.zeros if direct else np.empty)((n, c_big) + plan.big, dtype=dtype)
     grid = None if direct else plan.grid_buffer(min(plan.block, n), c_big, dtype)
     bias = None if b is None else b.reshape(-1, 1, 1)
+    block = min(plan.block, n)
+    inputs = plan.sample_columns_buffer(block, x.shape[1], dtype)
+    product = np.empty(block * w_t.size // w_t.shape[-1] * plan.length, dtype=dtype)
     for blk in _blocks(n, plan.block):
         count = blk.stop - blk.start
-        cols = np.matmul(w_t, plan.to_columns(x[blk]))  # (G, kh * kw * C_big/G, n * L)
-        cols = cols.reshape(g, kh * kw, c_big // g, count, -1)
+        # per sample: (n, G, kh * kw * C_big/G, L), so each kernel position's slab lines up with its windows
+        cols = np.matmul(w_t, plan.sample_columns(x[blk], inputs),
+                         out=product[:count * w_t.size // w_t.shape[-1] * plan.length].reshape(
+                             count, g, w_t.shape[1], plan.length))
+        cols = cols.reshape(count, g, kh * kw, c_big // g, plan.length)
         acc = out[blk] if direct else grid[:count]
         if not direct:
             acc.fill(0)
         for k, offsets in enumerate(itertools.product(range(kh), range(kw))):
             window = plan.windows(acc, offsets)  # (n, C_big, *positions)
-            slab = cols[:, k].reshape((c_big, count) + window.shape[2:])
-            window += slab.transpose((1, 0) + tuple(range(2, slab.ndim)))
+            window += cols[:, :, k].reshape(window.shape)
         if not direct:
             out[blk] = plan.crop(acc)
         if bias is not None:
