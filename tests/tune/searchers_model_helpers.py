@@ -1,4 +1,6 @@
 """Small drivers shared by the TPE and BOHB tests: feed a searcher scripted objective values."""
+import json
+
 import numpy as np
 
 from ember.tune import SearchSpace, choice, loguniform, qrandint, quniform, randint, uniform
@@ -59,3 +61,18 @@ def check_valid(space, config):
     assert space.from_vector(vec) == config
     active = space.active(vec)
     assert np.isnan(vec[~active]).all() and not np.isnan(vec[active]).any()
+
+
+def check_state_round_trip(make, searcher, space, steps, report):
+    """A fresh searcher (``make()``, set up with another seed) that loads ``searcher``'s state through JSON
+    suggests what ``searcher`` suggests, ``steps`` times; ``report(s, trial_id, loss)`` feeds each of the two
+    the result of :func:`mixed_objective` on that suggestion."""
+    state = json.loads(json.dumps(searcher.state_dict(), allow_nan=False))
+    twin = make()
+    twin.setup(space, metric="loss", mode="min", seed=99)
+    twin.load_state_dict(state)
+    for i in range(steps):
+        ca, cb = searcher.suggest(f"x{i}"), twin.suggest(f"x{i}")
+        assert ca == cb
+        for s in (searcher, twin):
+            report(s, f"x{i}", mixed_objective(ca))

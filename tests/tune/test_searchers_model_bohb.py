@@ -11,8 +11,8 @@ from ember.tune.searchers.base import FINISHED
 from ember.tune.searchers.bohb import BOHBSearcher
 from ember.tune.searchers.random import RandomSearcher
 
-from .searchers_model_helpers import (check_valid, mixed_objective, mixed_space, quadratic, quadratic_space,
-                                      run_sequential)
+from .searchers_model_helpers import (check_state_round_trip, check_valid, mixed_objective, mixed_space, quadratic,
+                                      quadratic_space, run_sequential)
 
 
 def test_registered_as_bohb():
@@ -147,15 +147,8 @@ def test_state_dict_round_trip_gives_the_same_next_suggestions():
     run_sequential(s, space, mixed_objective, 30, seed=4, iterations=3)
     assert s.model_budget() == 3
     s.suggest("pending")
-    state = json.loads(json.dumps(s.state_dict(), allow_nan=False))
-    t = BOHBSearcher(random_fraction=0.2)
-    t.setup(space, metric="loss", mode="min", seed=99)
-    t.load_state_dict(state)
-    for i in range(6):
-        ca, cb = s.suggest(f"x{i}"), t.suggest(f"x{i}")
-        assert ca == cb
-        for searcher in (s, t):
-            searcher.on_result(f"x{i}", {"loss": mixed_objective(ca), "training_iteration": 3})
+    check_state_round_trip(lambda: BOHBSearcher(random_fraction=0.2), s, space, 6,
+                           lambda searcher, tid, loss: searcher.on_result(tid, {"loss": loss, "training_iteration": 3}))
 
 
 def test_finished_after_num_samples():

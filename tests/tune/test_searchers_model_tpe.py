@@ -1,7 +1,5 @@
 """TPESearcher: model quality against random search, conditional and categorical parameters,
 multi-fidelity ranking, reproducibility, state round trips, errors."""
-import json
-
 import numpy as np
 import pytest
 
@@ -10,8 +8,8 @@ from ember.tune.searchers.base import FINISHED
 from ember.tune.searchers.random import RandomSearcher
 from ember.tune.searchers.tpe import TPESearcher
 
-from .searchers_model_helpers import (check_valid, mixed_objective, mixed_space, quadratic, quadratic_space,
-                                      run_sequential)
+from .searchers_model_helpers import (check_state_round_trip, check_valid, mixed_objective, mixed_space, quadratic,
+                                      quadratic_space, run_sequential)
 
 
 def test_registered_as_tpe():
@@ -112,15 +110,9 @@ def test_state_dict_round_trip_gives_the_same_next_suggestions():
     s = TPESearcher(n_startup_trials=5)
     run_sequential(s, space, mixed_objective, 20, seed=4)
     s.suggest("pending")  # suggested, no result yet
-    state = json.loads(json.dumps(s.state_dict(), allow_nan=False))
-    t = TPESearcher(n_startup_trials=5)
-    t.setup(space, metric="loss", mode="min", seed=123)
-    t.load_state_dict(state)
-    for i in range(5):
-        ca, cb = s.suggest(f"x{i}"), t.suggest(f"x{i}")
-        assert ca == cb
-        for searcher in (s, t):
-            searcher.on_complete(f"x{i}", {"loss": mixed_objective(ca), "training_iteration": 1})
+    check_state_round_trip(lambda: TPESearcher(n_startup_trials=5), s, space, 5,
+                           lambda searcher, tid, loss: searcher.on_complete(tid, {"loss": loss,
+                                                                                   "training_iteration": 1}))
 
 
 def test_finished_after_num_samples():

@@ -95,6 +95,20 @@ def reduction(value) -> Fraction:
     return Fraction(value)
 
 
+def set_halving_arguments(scheduler, max_t, grace_period, reduction_factor, stop_last_trials) -> Fraction:
+    """Check the arguments ASHA and Hyperband share and set them on ``scheduler``; returns the exact
+    reduction factor."""
+    scheduler.max_t, scheduler.grace_period = number("max_t", max_t), number("grace_period", grace_period)
+    if grace_period > max_t:
+        raise ValueError(f"grace_period ({grace_period!r}) must not exceed max_t ({max_t!r}): it is the budget "
+                         "of the first rung")
+    eta = reduction(reduction_factor)
+    if not isinstance(stop_last_trials, bool):
+        raise TypeError(f"stop_last_trials must be a bool, got {stop_last_trials!r}")
+    scheduler.reduction_factor, scheduler.stop_last_trials = reduction_factor, stop_last_trials
+    return eta
+
+
 def halvings(min_t, max_t, eta: Fraction) -> int:
     """The largest s with ``min_t * eta**s <= max_t`` (exact: no floating-point logarithm)."""
     s, budget, high = 0, Fraction(min_t) * eta, Fraction(max_t)

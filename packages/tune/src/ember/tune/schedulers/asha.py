@@ -24,7 +24,7 @@ from fractions import Fraction
 
 from ember import hookimpl
 
-from ._common import MetricScheduler, check_settings, encode, halvings, number, plain, reduction
+from ._common import MetricScheduler, check_settings, encode, halvings, plain, set_halving_arguments
 from .base import Decision
 
 
@@ -54,21 +54,14 @@ class ASHAScheduler(MetricScheduler):
                  max_t: float = 100, grace_period: float = 1, reduction_factor: float = 4, brackets: int = 1,
                  stop_last_trials: bool = True):
         super().__init__(time_attr, metric, mode)
-        self.max_t, self.grace_period = number("max_t", max_t), number("grace_period", grace_period)
-        if grace_period > max_t:
-            raise ValueError(f"grace_period ({grace_period!r}) must not exceed max_t ({max_t!r}): it is the budget "
-                             "of the first rung")
-        self.reduction_factor = reduction_factor
-        eta = reduction(reduction_factor)
+        eta = set_halving_arguments(self, max_t, grace_period, reduction_factor, stop_last_trials)
         if isinstance(brackets, bool) or not isinstance(brackets, int) or brackets < 1:
             raise ValueError(f"brackets must be an int >= 1, got {brackets!r}")
         s = halvings(grace_period, max_t, eta)
         if brackets > s + 1:
             raise ValueError(f"brackets={brackets} is too many: with max_t={max_t!r}, grace_period={grace_period!r} "
                              f"and reduction_factor={reduction_factor!r} there are at most {s + 1}")
-        if not isinstance(stop_last_trials, bool):
-            raise TypeError(f"stop_last_trials must be a bool, got {stop_last_trials!r}")
-        self.brackets, self.stop_last_trials, self._eta = brackets, stop_last_trials, eta
+        self.brackets, self._eta = brackets, eta
         top = Fraction(max_t)
         #: per bracket, its rung budgets in increasing order
         self.rungs = [[plain(Fraction(grace_period) * eta ** k) for k in range(b, s + 1)

@@ -26,7 +26,7 @@ from fractions import Fraction
 
 from ember import hookimpl
 
-from ._common import MetricScheduler, check_settings, encode, halvings, number, plain, reduction
+from ._common import MetricScheduler, check_settings, encode, halvings, plain, set_halving_arguments
 from .base import Decision
 
 # a trial's status in the scheduler
@@ -67,15 +67,7 @@ class HyperBandScheduler(MetricScheduler):
                  max_t: float = 81, reduction_factor: float = 3, grace_period: float = 1,
                  stop_last_trials: bool = True):
         super().__init__(time_attr, metric, mode)
-        self.max_t, self.grace_period = number("max_t", max_t), number("grace_period", grace_period)
-        if grace_period > max_t:
-            raise ValueError(f"grace_period ({grace_period!r}) must not exceed max_t ({max_t!r}): it is the "
-                             "smallest budget of a rung")
-        self.reduction_factor = reduction_factor
-        self._eta = eta = reduction(reduction_factor)
-        if not isinstance(stop_last_trials, bool):
-            raise TypeError(f"stop_last_trials must be a bool, got {stop_last_trials!r}")
-        self.stop_last_trials = stop_last_trials
+        self._eta = eta = set_halving_arguments(self, max_t, grace_period, reduction_factor, stop_last_trials)
         s_max = halvings(grace_period, max_t, eta)
         #: per bracket (``s = s_max`` first), the ``(trials, budget)`` of each rung
         self.bracket_plan = []
