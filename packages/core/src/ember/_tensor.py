@@ -69,9 +69,9 @@ class Tensor:
         t._vc = [0]
         n = t._nbytes = data.size * dtype.itemsize
         mem = device.mem
-        mem[0] += n
-        if mem[0] > mem[1]:
-            mem[1] = mem[0]
+        now = mem[0] = mem[0] + n
+        if now > mem[1]:
+            mem[1] = now
         return t
 
     @classmethod

@@ -264,7 +264,10 @@ class Op(Node):
             ctx._saved = inputs
             ctx._saved_versions = versions
         if cls.wants_shapes:
-            ctx.in_shapes = tuple(t._data.shape if isinstance(t, Tensor) else None for t in inputs)
+            if like is not None and n == 2:
+                ctx.in_shapes = (first._data.shape, second._data.shape if isinstance(second, Tensor) else None)
+            else:
+                ctx.in_shapes = tuple(t._data.shape if isinstance(t, Tensor) else None for t in inputs)
         if anomaly.ENABLED:
             anomaly.record_forward(ctx)
         if cls.multi_output:
