@@ -10,6 +10,8 @@ ember and NumPy columns only. The workloads are in ``benchmarks/workloads/`` (on
 its ``__init__``). For each workload every library is warmed up, then timed in turns — ember,
 NumPy, PyTorch, then the reverse order, and so on — ``--repeat`` times; each time is the mean over
 enough calls to last ``--min-time`` seconds, and the table gives the median of those times.
+Before each time the timer pauses ``EMBER_BENCH_SETTLE`` seconds (0.2) and makes one untimed call, so that
+the previous library's spinning BLAS threads do not share the CPUs with the one being timed.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import numpy as np
 from workloads import WORKLOADS
 
 OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+SETTLE = float(os.environ.get("EMBER_BENCH_SETTLE", "0.2"))
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -162,6 +165,9 @@ def make_timer(repeat: int, warmup: int, min_time: float):
         for r in range(repeat):
             for name in (order if r % 2 == 0 else order[::-1]):
                 gc.collect()
+                if SETTLE:
+                    time.sleep(SETTLE)  # the last library's BLAS threads stop spinning
+                    fns[name]()
                 samples[name].append(per_call(fns[name], numbers[name]))
         return {name: statistics.median(s) for name, s in samples.items()}
     return timer
