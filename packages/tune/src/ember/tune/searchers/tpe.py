@@ -72,11 +72,15 @@ class TPESearcher(Searcher):
             (default :func:`default_gamma`).
         prior_weight: weight of the prior kernel (uniform over the parameter's range) in each
             estimator, relative to weight 1 per observation.
+        constant_liar: count the trials suggested but not yet reported as the worst ones (in the
+            "above" group), so that trials running at the same time are not all drawn near the same
+            point (as Optuna's ``constant_liar``); for parallel searches.
 
     Raises ValueError at :meth:`setup` for a space with ``grid_search`` or ``sample_from``.
     """
 
-    def __init__(self, n_startup_trials: int = 10, n_ei_candidates: int = 24, gamma=None, prior_weight: float = 1.0):
+    def __init__(self, n_startup_trials: int = 10, n_ei_candidates: int = 24, gamma=None, prior_weight: float = 1.0,
+                 constant_liar: bool = False):
         if n_startup_trials < 0:
             raise ValueError(f"n_startup_trials must be >= 0, got {n_startup_trials}")
         if n_ei_candidates < 1:
@@ -87,6 +91,9 @@ class TPESearcher(Searcher):
         self.n_ei_candidates = n_ei_candidates
         self.gamma = gamma or default_gamma
         self.prior_weight = prior_weight
+        if not isinstance(constant_liar, bool):
+            raise TypeError(f"constant_liar must be a bool, got {constant_liar!r}")
+        self.constant_liar = constant_liar
 
     def setup(self, space, metric, mode, seed=None, num_samples=None):
         check_setup("TPESearcher", num_samples)
@@ -94,6 +101,7 @@ class TPESearcher(Searcher):
         self.layout = Layout(self.space, "TPESearcher")
         self._vectors: dict[str, np.ndarray] = {}   # trial_id -> encoding of its configuration, in suggestion order
         self._latest: dict[str, tuple] = {}         # trial_id -> (training_iteration, loss or nan)
+        self._ended: set = set()                    # trials that completed (with a result or not)
 
     # -- the interface -------------------------------------------------------------------------------------
     def suggest(self, trial_id):
@@ -103,7 +111,9 @@ class TPESearcher(Searcher):
         if len(observed) < max(self.n_startup_trials, 1):
             vector = self.layout.random_vector(self.rng)
         else:
-            vector = self._model_vector(observed)
+            pending = [tid for tid in self._vectors if tid not in self._latest and tid not in self._ended] \
+                if self.constant_liar else []
+            vector = self._model_vector(observed, pending)
         config = self.space.from_vector(vector)
         self._vectors[trial_id] = self.space.to_vector(config)
         return config
@@ -112,6 +122,7 @@ class TPESearcher(Searcher):
         self._record(trial_id, result)
 
     def on_complete(self, trial_id, result, error=False):
+        self._ended.add(trial_id)
         if result is not None and self.metric in result:
             self._record(trial_id, result)
 
@@ -121,6 +132,7 @@ class TPESearcher(Searcher):
             "rng": self.rng.bit_generator.state,
             "vectors": {tid: encode_vector(v) for tid, v in self._vectors.items()},
             "latest": {tid: [it, None if math.isnan(loss) else loss] for tid, (it, loss) in self._latest.items()},
+            "ended": sorted(self._ended),
         }
 
     def load_state_dict(self, state):
@@ -129,6 +141,7 @@ class TPESearcher(Searcher):
         self._vectors = {tid: decode_vector(v) for tid, v in state["vectors"].items()}
         self._latest = {tid: (it, math.nan if loss is None else float(loss))
                         for tid, (it, loss) in state["latest"].items()}
+        self._ended = set(state.get("ended", ()))  # absent in states saved before constant_liar existed
 
     # -- the model -----------------------------------------------------------------------------------------
     def _record(self, trial_id, result):
@@ -137,14 +150,17 @@ class TPESearcher(Searcher):
         loss = self.loss(result)
         self._latest[trial_id] = (int(result.get("training_iteration", 1)), loss if math.isfinite(loss) else math.nan)
 
-    def _model_vector(self, observed: list) -> np.ndarray:
+    def _model_vector(self, observed: list, pending: list) -> np.ndarray:
         def rank(tid):
+            if tid not in self._latest:
+                return (2, 0, 0.0)  # pending, under the constant liar: the worst
             iteration, loss = self._latest[tid]
-            return (math.isnan(loss), -iteration, loss)
+            return (int(math.isnan(loss)), -iteration, loss)
 
-        order = sorted(range(len(observed)), key=lambda i: rank(observed[i]))  # stable: ties keep suggestion order
-        n_below = self.gamma(len(observed))
-        data = np.stack([self._vectors[tid] for tid in observed])
+        trials = observed + pending
+        order = sorted(range(len(trials)), key=lambda i: rank(trials[i]))  # stable: ties keep suggestion order
+        n_below = min(self.gamma(len(trials)), len(observed))
+        data = np.stack([self._vectors[tid] for tid in trials])
         below = np.sort(np.asarray(order[:n_below], dtype=np.int64))   # back in chronological order
         above = np.sort(np.asarray(order[n_below:], dtype=np.int64))
         layout = self.layout
