@@ -145,6 +145,24 @@ def test_relu_and_threshold_in_place(device):
     np.testing.assert_allclose(_np(s), [SELU_SCALE * SELU_ALPHA * (np.exp(-1) - 1), SELU_SCALE])
 
 
+def test_nan_as_pytorch(device):
+    """NaN where PyTorch's CPU kernels agree for every tensor length (checked by hand against PyTorch 2.13):
+    relu and threshold pass the gradient at NaN; threshold and the shrinks keep NaN; softshrink keeps -0."""
+    nan = math.nan
+    for grad_mode in (False, True):  # the array path of relu's backward, and its differentiable one
+        x = ember.tensor([nan, -1.0, 0.0, 2.0], device=device, requires_grad=True)
+        ember.relu(x).sum().backward(create_graph=grad_mode)
+        assert x.grad.tolist() == [1.0, 0.0, 0.0, 1.0]
+    x = ember.tensor([nan, 0.5, 2.0], device=device, requires_grad=True)
+    y = A.threshold(x, 0.5, -2.0)
+    assert str(y.detach().tolist()) == "[nan, -2.0, 2.0]"
+    y.sum().backward()
+    assert x.grad.tolist() == [1.0, 0.0, 1.0]
+    v = ember.tensor([nan, -0.2, 0.2, 2.0], device=device)
+    assert str(A.hardshrink(v).tolist()) == "[nan, 0.0, 0.0, 2.0]"
+    assert str(A.softshrink(v).tolist()) == "[nan, -0.0, 0.0, 1.5]"
+
+
 @pytest.mark.parametrize("slope", [0.0, 1.0, 1.5, -0.5])
 def test_leaky_relu_any_slope(slope, device):
     x = rand64(10, device=device, low=-3, high=3)

@@ -224,6 +224,14 @@ def test_activation_methods_and_dtypes(device):
         ember.gelu(x, approximate="fast")
 
 
+def test_sign_of_nan_is_zero_and_abs_passes_no_gradient_there(device):
+    x = ember.tensor([math.nan, -2.0, 0.0, 3.0], device=device, requires_grad=True)
+    assert x.sign().tolist() == [0.0, -1.0, 0.0, 1.0]  # PyTorch: sign(nan) is 0
+    x.abs().sum().backward()
+    assert x.grad.tolist() == [0.0, -1.0, 0.0, 1.0]
+    assert ember.tensor([-3, 0, 5], device=device).sign().tolist() == [-1, 0, 1]
+
+
 def test_relu_grad_at_zero_is_zero(device):
     x = ember.tensor([-1.0, 0.0, 2.0], device=device, requires_grad=True)
     x.relu().sum().backward()

@@ -67,11 +67,11 @@ class Relu(Op):
 
     @staticmethod
     def backward(ctx, g):
-        out = ctx.saved_output
+        out = ctx.saved_output  # >= 0 or NaN: the gradient passes where it is not 0 (NaN too, as in PyTorch)
         if STATE.enabled:  # create_graph: ember ops, differentiable again
-            return g * (out > 0)
+            return g * (out != 0)
         xp, ga = g._device.backend.xp, g._data
-        return Tensor._make(ga * xp.astype(out._data > 0, ga.dtype), g._device)
+        return Tensor._make(ga * xp.astype(out._data != 0, ga.dtype), g._device)
 
 
 @tensor_method()
@@ -341,12 +341,12 @@ class Threshold(Op):
     @staticmethod
     def forward(ctx, xp, a, threshold=0.0, value=0.0):
         ctx.threshold = threshold
-        return xp.where(a > threshold, a, xp.asarray(value, dtype=a.dtype))
+        return xp.where(a <= threshold, xp.asarray(value, dtype=a.dtype), a)  # NaN stays NaN, as in PyTorch
 
     @staticmethod
     def backward(ctx, g):
         a, = ctx.saved_tensors
-        return g * (a > ctx.threshold)
+        return g * ~(a <= ctx.threshold)
 
 
 def _threshold(input, threshold, value):  # noqa: A002 - PyTorch's argument name
@@ -379,7 +379,7 @@ class Hardshrink(Op):
     @staticmethod
     def forward(ctx, xp, a, lambd=0.5):
         ctx.lambd = lambd
-        return xp.where(xp.abs(a) > lambd, a, xp.zeros_like(a))
+        return xp.where(xp.abs(a) <= lambd, xp.zeros_like(a), a)  # NaN stays NaN, as in PyTorch
 
     @staticmethod
     def backward(ctx, g):
@@ -403,7 +403,7 @@ class Softshrink(Hardshrink):  # the same gradient: 1 outside [-lambd, lambd]
     @staticmethod
     def forward(ctx, xp, a, lambd=0.5):
         ctx.lambd = lambd
-        return xp.where(a > lambd, a - lambd, xp.where(a < -lambd, a + lambd, xp.zeros_like(a)))
+        return xp.where(a > lambd, a - lambd, xp.where(a < -lambd, a + lambd, a * 0))  # NaN stays NaN
 
 
 def softshrink(input, lambd=0.5):

@@ -235,7 +235,12 @@ class _ZeroGrad(Op):
 class Sign(_ZeroGrad):
     @staticmethod
     def forward(ctx, xp, a):
-        return xp.asarray(a, copy=True) if a.dtype == xp.bool else xp.sign(a)
+        if a.dtype == xp.bool:
+            return xp.asarray(a, copy=True)
+        signs = xp.sign(a)
+        if xp.isdtype(a.dtype, "real floating"):  # NaN has sign 0 in PyTorch
+            signs = xp.where(xp.isnan(a), xp.zeros_like(signs), signs)
+        return signs
 
 
 class Floor(_ZeroGrad):
