@@ -147,7 +147,8 @@ def test_relu_and_threshold_in_place(device):
 
 def test_nan_as_pytorch(device):
     """NaN where PyTorch's CPU kernels agree for every tensor length (checked by hand against PyTorch 2.13):
-    relu and threshold pass the gradient at NaN; threshold and the shrinks keep NaN; softshrink keeps -0."""
+    relu and threshold pass the gradient at NaN; threshold and the shrinks keep NaN; relu, elu and softshrink
+    keep -0."""
     nan = math.nan
     for grad_mode in (False, True):  # the array path of relu's backward, and its differentiable one
         x = ember.tensor([nan, -1.0, 0.0, 2.0], device=device, requires_grad=True)
@@ -161,6 +162,8 @@ def test_nan_as_pytorch(device):
     v = ember.tensor([nan, -0.2, 0.2, 2.0], device=device)
     assert str(A.hardshrink(v).tolist()) == "[nan, 0.0, 0.0, 2.0]"
     assert str(A.softshrink(v).tolist()) == "[nan, -0.0, 0.0, 1.5]"
+    zero = ember.tensor([-0.0], device=device)  # relu and elu keep the sign of zero
+    assert str(ember.relu(zero).tolist()) == str(A.elu(zero).tolist()) == "[-0.0]"
 
 
 @pytest.mark.parametrize("slope", [0.0, 1.0, 1.5, -0.5])

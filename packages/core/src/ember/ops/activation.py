@@ -63,7 +63,7 @@ class Relu(Op):
 
     @staticmethod
     def forward(ctx, xp, a):
-        return xp.maximum(a, 0)
+        return xp.maximum(0, a)  # on a tie the second argument: relu(-0.0) is -0.0, as in PyTorch
 
     @staticmethod
     def backward(ctx, g):
@@ -453,7 +453,7 @@ class Elu(Op):
     @staticmethod
     def forward(ctx, xp, a, alpha=1.0, scale=1.0, input_scale=1.0):
         ctx.params = (alpha, scale, input_scale)
-        negative = xp.expm1(xp.minimum(a, 0.0) * input_scale) * (alpha * scale)
+        negative = xp.expm1(xp.minimum(0.0, a) * input_scale) * (alpha * scale)  # keeps -0.0, as PyTorch
         return xp.where(a > 0, a * scale, negative)
 
     @staticmethod
