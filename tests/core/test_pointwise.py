@@ -333,6 +333,69 @@ def test_lerp(device):
         ember.lerp(ember.tensor([1], device=device), ember.tensor([2], device=device), 0.5)
 
 
+FLOAT_BINARY = {"hypot": np.hypot, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2,
+                "copysign": np.copysign, "xlogy": lambda a, b: a * np.log(b)}
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT_BINARY))
+def test_float_binary_values_grads_and_names(name, device):
+    a = rand64(3, 1, device=device, low=-2, high=2, seed=1)
+    b = rand64(4, device=device, low=0.5, high=2, seed=2) if name == "xlogy" else \
+        rand64(4, device=device, low=-2, high=-0.5, seed=2)  # negative: copysign flips
+    out = getattr(ember, name)(a, b)
+    np.testing.assert_allclose(out.detach().numpy(force=True),
+                               FLOAT_BINARY[name](a.detach().numpy(force=True), b.detach().numpy(force=True)),
+                               rtol=1e-14)
+    assert out.grad_fn.name() == name.capitalize() + "Backward0"
+    assert getattr(a, name)(b).allclose(out)  # the Tensor method
+    check_grads(getattr(ember, name), a, b, gradgrad=True)
+
+
+def test_float_binary_special_values_as_pytorch(device):
+    """Values and gradients at zeros, infinities and NaN, as PyTorch 2.13 gives them (checked by hand)."""
+    def t(*values):
+        return ember.tensor(values, dtype=ember.float64, device=device, requires_grad=True)
+    a, b = t(0.0, 0.0, 2.0, 1.0), t(0.0, math.nan, 0.0, 3.0)
+    out = ember.xlogy(a, b)
+    assert str(out.tolist()) == "[0.0, nan, -inf, 1.0986122886681098]"  # 0 * log(0) is 0, 0 * log(nan) is nan
+    out.sum().backward()
+    assert str(a.grad.tolist()) == "[-inf, nan, -inf, 1.0986122886681098]"  # d/da = log(b) everywhere
+    a, b = t(1.0, -2.0, 0.0), t(-0.0, 3.0, -1.0)
+    out = ember.copysign(a, b)
+    assert str(out.tolist()) == "[-1.0, 2.0, -0.0]"
+    out.sum().backward()
+    assert a.grad.tolist() == [-1.0, -1.0, 0.0] and b.grad.tolist() == [0.0, 0.0, 0.0]
+    a, b = t(math.inf, 1000.0), t(1.0, 1000.0)
+    out = ember.logaddexp(a, b)
+    out.sum().backward()
+    assert out[0].item() == math.inf and out[1].item() == pytest.approx(1000 + math.log(2), rel=1e-15)
+    assert a.grad.tolist() == [1.0, 0.5] and b.grad.tolist() == [0.0, 0.5]
+    assert ember.hypot(t(3e300), t(4e300)).item() == pytest.approx(5e300)  # no overflow
+
+
+def test_float_binary_dtypes_scalars_and_errors(device):
+    i = ember.tensor([3, 4], device=device)
+    assert ember.hypot(i, i.flip(0)).dtype == ember.float32 and ember.hypot(i, i.flip(0)).tolist() == [5.0, 5.0]
+    f = ember.tensor([0.5, 2.0], device=device)
+    assert ember.xlogy(f, 2.0).allclose(f * math.log(2.0)) and ember.copysign(f, -1).tolist() == [-0.5, -2.0]
+    with pytest.raises(TypeError, match=r"hypot\(\): argument 'other' \(position 2\) must be Tensor, not float"):
+        ember.hypot(f, 2.0)
+    with pytest.raises(TypeError, match=r"xlogy\(\): argument 'other' \(position 2\) must be Tensor or Number, "
+                                        r"not str"):
+        ember.xlogy(f, "2")
+
+
+@settings(max_examples=30, deadline=None)
+@given(shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=3),
+       name=st.sampled_from(sorted(FLOAT_BINARY)))
+def test_float_binary_functions_broadcast_like_numpy(shapes, name):
+    rng = np.random.default_rng(0)
+    a, b = (rng.uniform(0.5, 2.0, s) for s in shapes.input_shapes)
+    out = getattr(ember, name)(ember.tensor(a), ember.tensor(b))
+    assert tuple(out.shape) == shapes.result_shape
+    np.testing.assert_allclose(out.numpy(), FLOAT_BINARY[name](a, b).astype(np.float32), rtol=1e-6)
+
+
 @settings(max_examples=40, deadline=None)
 @given(shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=3),
        name=st.sampled_from(["maximum", "minimum", "atan2"]))

@@ -34,6 +34,7 @@ from .ops.slicing import *  # noqa: F401,F403
 from .ops.pointwise import *  # noqa: F401,F403
 from .ops.activation import *  # noqa: F401,F403
 from .ops.binary_math import *  # noqa: F401,F403
+from .ops.binary_float import *  # noqa: F401,F403
 from .ops.bitwise import *  # noqa: F401,F403
 from .ops.minmax import *  # noqa: F401,F403
 from .ops.statistics import *  # noqa: F401,F403
