@@ -145,6 +145,22 @@ def test_relu_and_threshold_in_place(device):
     np.testing.assert_allclose(_np(s), [SELU_SCALE * SELU_ALPHA * (np.exp(-1) - 1), SELU_SCALE])
 
 
+def test_logit(device):
+    x = rand64(6, device=device, low=0.05, high=0.95, seed=4)
+    out = A.logit(x)
+    p = _np(x)
+    np.testing.assert_allclose(_np(out), np.log(p / (1 - p)), rtol=1e-13)
+    assert out.grad_fn.name() == "LogitBackward0"
+    check_grads(A.logit, x, gradgrad=True)
+    check_grads(lambda t: A.logit(t, eps=0.2), rand64(6, device=device, low=0.25, high=0.75, seed=5))
+    # PyTorch's edges: with eps the input is clamped and gets no gradient where it was; without, NaN outside [0, 1]
+    for eps, grads in ((None, "[nan, inf, 4.0, inf, nan]"), (0.1, "[0.0, 0.0, 4.0, 0.0, 0.0]")):
+        t = ember.tensor([-0.5, 0.0, 0.5, 1.0, 1.5], dtype=ember.float64, device=device, requires_grad=True)
+        A.logit(t, eps=eps).sum().backward()
+        assert str(t.grad.tolist()) == grads
+    assert str(ember.tensor([1, 2], device=device).logit().tolist()) == "[inf, nan]"  # integers compute in float
+
+
 def test_nan_as_pytorch(device):
     """NaN where PyTorch's CPU kernels agree for every tensor length (checked by hand against PyTorch 2.13):
     relu and threshold pass the gradient at NaN; threshold and the shrinks keep NaN; relu, elu and softshrink

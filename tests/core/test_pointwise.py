@@ -19,9 +19,11 @@ FLOAT_UNARY = {
     "cosh": (np.cosh, -2, 2), "tanh": (np.tanh, -2, 2), "asinh": (np.arcsinh, -2, 2),
     "acosh": (np.arccosh, 1.2, 3.0), "atanh": (np.arctanh, -0.9, 0.9),
     "erf": (np.vectorize(math.erf), -3, 3), "reciprocal": (lambda a: 1 / a, 0.5, 2.0),
-    "sigmoid": (lambda a: 1 / (1 + np.exp(-a)), -3, 3),
+    "sigmoid": (lambda a: 1 / (1 + np.exp(-a)), -3, 3), "deg2rad": (np.deg2rad, -360, 360),
+    "rad2deg": (np.rad2deg, -7, 7),
 }
-GRAD_FN = {"log1p": "Log1PBackward0", "reciprocal": "ReciprocalBackward0"}
+GRAD_FN = {"log1p": "Log1PBackward0", "reciprocal": "ReciprocalBackward0", "deg2rad": "Deg2RadBackward0",
+           "rad2deg": "Rad2DegBackward0"}
 
 
 @pytest.mark.parametrize("name", sorted(FLOAT_UNARY))
@@ -287,7 +289,8 @@ def test_clamp_grads(device):
 
 
 # -- binary elementwise functions --------------------------------------------------------------------------------
-@pytest.mark.parametrize("name,ref", [("maximum", np.maximum), ("minimum", np.minimum), ("atan2", np.arctan2)])
+@pytest.mark.parametrize("name,ref", [("maximum", np.maximum), ("minimum", np.minimum), ("fmax", np.fmax),
+                                      ("fmin", np.fmin), ("atan2", np.arctan2)])
 def test_binary_functions(name, ref, device):
     a = rand64(3, 1, device=device, low=-2, high=2, seed=1)
     b = rand64(4, device=device, low=-2, high=2, seed=2)
@@ -305,6 +308,28 @@ def test_maximum_ties_split_the_gradient(device):
     assert a.grad.tolist() == [0.5, 1.0, 0.0] and b.grad.tolist() == [0.5, 0.0, 1.0]
     nan = ember.maximum(ember.tensor([float("nan"), 1.0], device=device), ember.tensor([0.0, 2.0], device=device))
     assert math.isnan(nan[0].item()) and nan[1].item() == 2.0
+
+
+def test_fmax_fmin_ignore_nan_and_give_ties_to_the_input(device):
+    """As PyTorch 2.13 (checked by hand): NaN only where both are NaN; a tie's gradient goes to ``input``."""
+    nan = math.nan
+    a = ember.tensor([1.0, nan, 2.0, 3.0, nan], device=device, requires_grad=True)
+    b = ember.tensor([1.0, 1.0, nan, 4.0, nan], device=device, requires_grad=True)
+    out = ember.fmax(a, b)
+    assert str(out.tolist()) == "[1.0, 1.0, 2.0, 4.0, nan]"
+    out.sum().backward()
+    assert a.grad.tolist() == [1.0, 0.0, 1.0, 0.0, 1.0] and b.grad.tolist() == [0.0, 1.0, 0.0, 1.0, 0.0]
+    assert str(ember.fmin(a, b).tolist()) == "[1.0, 1.0, 2.0, 3.0, nan]"
+    assert ember.fmax(ember.tensor([1, 5], device=device), ember.tensor([3, 2], device=device)).tolist() == [3, 5]
+
+
+def test_sgn_and_signbit(device):
+    x = ember.tensor([-2.0, -0.0, 0.0, 3.0, math.nan], device=device, requires_grad=True)
+    assert str(ember.sgn(x).tolist()) == "[-1.0, 0.0, 0.0, 1.0, 0.0]" and ember.sgn(x).grad_fn.name() == "SgnBackward0"
+    assert x.signbit().tolist() == [True, True, False, False, False]
+    assert ember.signbit(ember.tensor([-1, 2], device=device)).tolist() == [True, False]
+    with pytest.raises(TypeError, match=r"signbit\(\): argument 'input' \(position 1\) must be Tensor, not float"):
+        ember.signbit(-1.0)
 
 
 def test_binary_function_dtypes_and_errors(device):
@@ -398,12 +423,13 @@ def test_float_binary_functions_broadcast_like_numpy(shapes, name):
 
 @settings(max_examples=40, deadline=None)
 @given(shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=3),
-       name=st.sampled_from(["maximum", "minimum", "atan2"]))
+       name=st.sampled_from(["maximum", "minimum", "fmax", "fmin", "atan2"]))
 def test_binary_functions_broadcast_like_numpy(shapes, name):
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal(s) for s in shapes.input_shapes)
     out = getattr(ember, name)(ember.tensor(a), ember.tensor(b))
-    ref = {"maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2}[name](a, b)
+    ref = {"maximum": np.maximum, "minimum": np.minimum, "fmax": np.fmax, "fmin": np.fmin,
+           "atan2": np.arctan2}[name](a, b)
     assert tuple(out.shape) == shapes.result_shape
     np.testing.assert_allclose(out.numpy(), ref.astype(np.float32), rtol=1e-6)
 

@@ -23,8 +23,8 @@ from .inplace import apply_inplace
 from .pointwise import erf_array, float_input, not_implemented_for
 from .shape import where
 
-__all__ = ["sigmoid", "relu", "relu_", "gelu", "silu", "softplus", "selu", "selu_", "celu", "celu_", "threshold",
-           "threshold_", "hardshrink", "prelu"]
+__all__ = ["sigmoid", "logit", "relu", "relu_", "gelu", "silu", "softplus", "selu", "selu_", "celu", "celu_",
+           "threshold", "threshold_", "hardshrink", "prelu"]
 
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -56,6 +56,36 @@ def sigmoid(input):
     [0.5]
     """
     return Sigmoid.apply(float_input(input))
+
+
+class Logit(Op):
+    saves_inputs = True
+
+    @staticmethod
+    def forward(ctx, xp, a, eps=None):
+        ctx.eps = eps
+        if eps is not None:
+            a = xp.clip(a, eps, 1.0 - eps)
+        return xp.log(a / (1 - a))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        slope = g / (x * (1 - x))
+        if ctx.eps is None:  # NaN outside [0, 1], as PyTorch
+            return where((x < 0) | (x > 1), math.nan, slope)
+        return where((x < ctx.eps) | (x > 1 - ctx.eps), 0.0, slope)  # 0 where the input was clamped
+
+
+@tensor_method()
+def logit(input, eps=None):
+    """``log(p / (1 - p))``, the inverse of :func:`sigmoid`; with ``eps``, ``p`` is clamped to ``[eps, 1 - eps]``.
+
+    >>> import ember
+    >>> ember.logit(ember.tensor([0.5, 0.0]), eps=1e-6)
+    tensor([  0.0000, -13.8155])
+    """
+    return Logit.apply(float_input(input), eps=None if eps is None else float(eps))
 
 
 class Relu(Op):

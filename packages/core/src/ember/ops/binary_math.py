@@ -1,4 +1,5 @@
-"""Elementwise functions of several tensors: ``maximum``, ``minimum``, ``atan2``, ``lerp``, ``clamp``.
+"""Elementwise functions of several tensors: ``maximum``, ``minimum``, ``fmax``, ``fmin``, ``atan2``, ``lerp``,
+``clamp``.
 
 All broadcast like the arithmetic operators and promote dtypes by PyTorch's rules.
 
@@ -14,7 +15,7 @@ from .. import _dtype as dt
 from ..autograd.function import Op
 from ._common import Tensor, promote, sum_to, tensor_method
 
-__all__ = ["maximum", "minimum", "atan2", "arctan2", "lerp", "clamp", "clip",
+__all__ = ["maximum", "minimum", "fmax", "fmin", "atan2", "arctan2", "lerp", "clamp", "clip",
            "clamp_min", "clamp_max"]
 
 
@@ -77,6 +78,57 @@ def minimum(input, other):
     """
     _require_tensor("minimum", "other", 2, other)
     return Minimum.apply(*promote(input, other))
+
+
+class Fmax(Op):
+    """``maximum`` that ignores NaN (NaN only where both are NaN)."""
+
+    saves_inputs = True
+    pick = "maximum"
+
+    @staticmethod
+    def forward(ctx, xp, a, b):
+        out = getattr(xp, type(ctx).pick)(a, b)
+        out = xp.where(xp.isnan(a), b, out)
+        return xp.where(xp.isnan(b), a, out)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        # the input gets the gradient where it was picked, ties included, as in PyTorch
+        picked = ((a >= b) if type(ctx).pick == "maximum" else (a <= b)) | b.isnan()
+        return (sum_to(g * picked, a.shape) if ctx.needs_input_grad[0] else None,
+                sum_to(g * ~picked, b.shape) if ctx.needs_input_grad[1] else None)
+
+
+class Fmin(Fmax):
+    """``minimum`` that ignores NaN."""
+
+    pick = "minimum"
+
+
+@tensor_method()
+def fmax(input, other):
+    """Elementwise maximum that ignores NaN: NaN only where both are NaN.
+
+    >>> import ember
+    >>> ember.fmax(ember.tensor([1.0, float("nan")]), ember.tensor([2.0, 3.0]))
+    tensor([2., 3.])
+    """
+    _require_tensor("fmax", "other", 2, other)
+    return Fmax.apply(*promote(input, other))
+
+
+@tensor_method()
+def fmin(input, other):
+    """Elementwise minimum that ignores NaN: NaN only where both are NaN.
+
+    >>> import ember
+    >>> ember.fmin(ember.tensor([1.0, float("nan")]), ember.tensor([2.0, 3.0]))
+    tensor([1., 3.])
+    """
+    _require_tensor("fmin", "other", 2, other)
+    return Fmin.apply(*promote(input, other))
 
 
 class Atan2(Op):

@@ -17,17 +17,18 @@ import math
 
 from .. import _dtype as dt
 from ..autograd.function import Op
-from ._common import Tensor, tensor_method
+from ._common import Tensor, array_op, tensor_method
 
 __all__ = ["abs", "absolute", "sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1",
            "sin", "cos", "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh", "tanh",
            "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "erf", "reciprocal", "square",
-           "sign", "floor", "ceil", "round", "trunc", "fix", "frac", "isnan", "isinf", "isfinite",
-           "isposinf", "isneginf", "nan_to_num"]
+           "sign", "sgn", "signbit", "deg2rad", "rad2deg", "floor", "ceil", "round", "trunc", "fix", "frac",
+           "isnan", "isinf", "isfinite", "isposinf", "isneginf", "nan_to_num"]
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_RAD_PER_DEG, _DEG_PER_RAD = math.pi / 180.0, 180.0 / math.pi
 
 #: PyTorch's scalar-type names, used in "not implemented for 'Long'" messages
 SCALAR_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
@@ -53,10 +54,11 @@ def _check_tensor(fn_name, input):
 
 
 # -- smooth functions of one float tensor -------------------------------------------------------------------------
-# (public name, Op class name, forward on arrays, backward from (grad, saved), what backward saves, example)
+# (public name, Op class name, forward on arrays, backward from (grad, saved), what backward saves (None: nothing),
+#  example)
 def _unary_op(cls_name, name, forward, grad, saves):
     def backward(ctx, g):
-        saved = ctx.saved_output if saves == "output" else ctx.saved_tensors[0]
+        saved = ctx.saved_output if saves == "output" else ctx.saved_tensors[0] if saves == "input" else None
         return grad(g, saved)
     return type(cls_name, (Op,), {"name_": name, "saves_inputs": saves == "input", "saves_output": saves == "output",
                                   "forward": staticmethod(forward), "backward": staticmethod(backward),
@@ -131,6 +133,10 @@ _FLOAT_UNARY = [
      "input", "The error function", ">>> ember.erf(ember.tensor([0.0]))\ntensor([0.])"),
     ("reciprocal", "Reciprocal", lambda ctx, xp, a: 1 / a, lambda g, out: -g * out * out, "output",
      "``1 / input``", ">>> ember.reciprocal(ember.tensor([2, 4]))\ntensor([0.5000, 0.2500])"),
+    ("deg2rad", "Deg2Rad", lambda ctx, xp, a: a * _RAD_PER_DEG, lambda g, _: g * _RAD_PER_DEG, None,
+     "Degrees to radians", ">>> ember.deg2rad(ember.tensor([180.0]))\ntensor([3.1416])"),
+    ("rad2deg", "Rad2Deg", lambda ctx, xp, a: a * _DEG_PER_RAD, lambda g, _: g * _DEG_PER_RAD, None,
+     "Radians to degrees", ">>> ember.rad2deg(ember.tensor([3.14159265]))\ntensor([180.])"),
 ]
 
 for _entry in _FLOAT_UNARY:
@@ -254,6 +260,10 @@ class Sign(_ZeroGrad):
         return signs
 
 
+class Sgn(Sign):
+    """PyTorch's complex-aware sign; for real tensors the same as :class:`Sign`."""
+
+
 class Floor(_ZeroGrad):
     @staticmethod
     def forward(ctx, xp, a):
@@ -297,6 +307,37 @@ def sign(input):
     tensor([-1.,  0.,  1.])
     """
     return Sign.apply(input)
+
+
+@tensor_method()
+def sgn(input):
+    """The sign of each element: :func:`sign` for real tensors (PyTorch's name that also covers complex ones).
+
+    >>> import ember
+    >>> ember.sgn(ember.tensor([-2.0, 0.0, 3.0]))
+    tensor([-1.,  0.,  1.])
+    """
+    return Sgn.apply(input)
+
+
+Signbit = array_op("Signbit", "signbit")
+
+
+@tensor_method()
+def signbit(input):
+    """Whether each element's sign bit is set: True for negative numbers and -0.0.
+
+    >>> import ember
+    >>> ember.signbit(ember.tensor([-0.0, 0.0, -2.0]))
+    tensor([ True, False,  True])
+    """
+    _check_tensor("signbit", input)
+    if input._dtype.category == 2:
+        return Signbit.apply(input)
+    if input._dtype is dt.bool_:
+        from .creation import zeros_like
+        return zeros_like(input)
+    return input < 0  # integers: the array API's signbit takes floats only
 
 
 def _rounding(name, op):
