@@ -1,5 +1,6 @@
 """Reductions and scans: values vs NumPy, dim/keepdim shapes, dtypes, gradients, named tuples, errors."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -306,3 +307,39 @@ def test_all_any_count_nonzero(device):
     assert x.count_nonzero((0, 1)).dtype == ember.int64
     f = ember.tensor([0.0, float("nan")], device=device)
     assert f.any().item() is True and f.all().item() is False
+
+
+# -- reductions that skip NaN ----------------------------------------------------------------------------------
+def test_nansum_nanmean_values_grads_and_names(device):
+    nan = float("nan")
+    x = ember.tensor([[1., nan, 2.], [nan, nan, nan], [float("inf"), 1., nan]], device=device, requires_grad=True)
+    assert ember.nansum(x).item() == float("inf") and ember.nansum(x, 1).tolist() == [3.0, 0.0, float("inf")]
+    assert str(x.nanmean(1).tolist()) == "[1.5, nan, inf]"  # all NaN: NaN, as PyTorch
+    total = ember.nansum(x, 1)
+    assert total.grad_fn.name() == "NansumBackward0"
+    total.sum().backward()
+    assert x.grad.tolist() == [[1., 0., 1.], [0., 0., 0.], [1., 1., 0.]]  # NaN gets no gradient
+    x.grad = None
+    ember.nanmean(x, 0, keepdim=True).sum().backward()
+    assert x.grad.tolist() == [[0.5, 0., 1.], [0., 0., 0.], [0.5, 1., 0.]]
+    check_grads(lambda t: ember.nansum(t, 0), rand64(3, 2, device=device, seed=3))
+    check_grads(lambda t: ember.nanmean(t, 1, keepdim=True), rand64(3, 2, device=device, seed=4))
+    assert ember.nansum(ember.tensor([1, 2], device=device)).dtype == ember.int64
+    with pytest.raises(RuntimeError, match="nanmean\\(\\): expected input to have floating point or complex dtype "
+                                           "but got Long"):
+        ember.nanmean(ember.tensor([1, 2], device=device))
+
+
+@settings(max_examples=40, deadline=None)
+@given(arr=hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4),
+                      elements=st.one_of(st.floats(-3, 3), st.just(float("nan")))), data=st.data())
+def test_nansum_nanmean_match_numpy(arr, data):
+    dim = data.draw(st.one_of(st.none(), st.integers(-arr.ndim, arr.ndim - 1)))
+    keepdim = data.draw(st.booleans())
+    x = ember.tensor(arr)
+    np.testing.assert_allclose(ember.nansum(x, dim, keepdim).numpy(), np.nansum(arr, axis=dim, keepdims=keepdim),
+                               rtol=1e-12, atol=1e-12)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy warns on slices of NaN only
+        want = np.nanmean(arr, axis=dim, keepdims=keepdim)
+    np.testing.assert_allclose(ember.nanmean(x, dim, keepdim).numpy(), want, rtol=1e-12, atol=1e-12)

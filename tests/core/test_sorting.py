@@ -74,6 +74,55 @@ def test_kthvalue(device):
         ember.kthvalue(x, 5)
 
 
+def test_median_and_nanmedian(device):
+    """Lower median; NaN rules and indices as PyTorch 2.13 gives them (checked by hand)."""
+    nan = float("nan")
+    x = ember.tensor([[3., nan, 1., nan], [4., 1., 2., 3.]], device=device)
+    m = ember.median(x, 1)
+    assert type(m).__name__ == "median" and str(m.values.tolist()) == "[nan, 2.0]" and m.indices.tolist() == [1, 2]
+    n = x.nanmedian(1)
+    assert type(n).__name__ == "nanmedian" and n.values.tolist() == [1.0, 2.0] and n.indices.tolist() == [2, 2]
+    assert str(ember.median(x).item()) == "nan" and ember.nanmedian(x).item() == 2.0
+    assert ember.median(ember.tensor([1, 4, 2, 3], device=device)).tolist() == 2  # of the two middle, the smaller
+    assert str(ember.median(ember.tensor([], device=device)).item()) == "nan"
+    assert str(ember.nanmedian(ember.tensor([nan, nan], device=device)).item()) == "nan"
+    kept = ember.median(ember.tensor([[1., 5.], [2., 8.]], device=device), 0, keepdim=True)
+    assert kept.values.tolist() == [[1., 5.]] and kept.indices.tolist() == [[0, 0]]
+    with pytest.raises(IndexError, match=r"median\(\): Expected reduction dim 1 to have non-zero size"):
+        ember.median(ember.zeros(2, 0, device=device), 1)
+
+
+def test_median_gradient_goes_to_the_element_picked(device):
+    x = ember.tensor([[3., 1., 2., 5.], [4., 1., 2., 3.]], device=device, requires_grad=True)
+    values = ember.median(x, 1).values
+    assert values.grad_fn.name() == "MedianBackward1" and ember.median(x).grad_fn.name() == "MedianBackward0"
+    assert ember.nanmedian(x, 1).values.grad_fn.name() == "NanmedianBackward1"
+    values.sum().backward()
+    assert x.grad.tolist() == [[0., 0., 1., 0.], [0., 0., 1., 0.]]
+    check_grads(lambda t: ember.median(t, 0).values, rand64(5, 3, device=device, seed=7))
+    check_grads(lambda t: ember.nanmedian(t), rand64(4, 3, device=device, seed=8))
+
+
+@settings(max_examples=40, deadline=None)
+@given(arr=hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=3, max_side=5),
+                      elements=st.one_of(st.integers(-3, 3).map(float), st.just(float("nan")))), data=st.data())
+def test_median_matches_numpy(arr, data):
+    dim = data.draw(st.integers(0, arr.ndim - 1))
+    ordered = np.sort(arr, axis=dim)  # NaN last
+    n = arr.shape[dim]
+    nans = np.isnan(arr).sum(axis=dim, keepdims=True)
+    lower = np.take_along_axis(ordered, np.full_like(nans, (n - 1) // 2), axis=dim)
+    expect = np.where(nans > 0, np.nan, lower).squeeze(dim)
+    got = ember.median(ember.tensor(arr), dim=dim)
+    np.testing.assert_array_equal(got.values.numpy(), expect)
+    np.testing.assert_array_equal(np.take_along_axis(arr, np.expand_dims(got.indices.numpy(), dim), axis=dim)
+                                  .squeeze(dim), expect)  # the indices point at the values
+    valid = n - nans
+    lower = np.take_along_axis(ordered, np.maximum(valid - 1, 0) // 2, axis=dim)
+    expect = np.where(valid > 0, lower, np.nan).squeeze(dim)
+    np.testing.assert_array_equal(ember.nanmedian(ember.tensor(arr), dim=dim).values.numpy(), expect)
+
+
 def test_unique(device):
     x = ember.tensor(X, device=device, requires_grad=True)
     values, inverse, counts = ember.unique(x, return_inverse=True, return_counts=True)

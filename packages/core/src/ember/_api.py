@@ -29,6 +29,7 @@ from .ops.arith import *  # noqa: F401,F403
 from .ops.conversion import *  # noqa: F401,F403
 from .ops.creation import *  # noqa: F401,F403
 from .ops.reduction import *  # noqa: F401,F403
+from .ops.reduction_nan import *  # noqa: F401,F403
 from .ops.view import *  # noqa: F401,F403
 from .ops.slicing import *  # noqa: F401,F403
 from .ops.pointwise import *  # noqa: F401,F403

@@ -1,5 +1,5 @@
-"""Named tuples that ops return, as ``torch.return_types``: ``max``, ``min``, ``sort``, ``topk``, ``kthvalue``
-(``values``, ``indices``) and the ``linalg_*`` results of ``ember.linalg``.
+"""Named tuples that ops return, as ``torch.return_types``: ``max``, ``min``, ``sort``, ``topk``, ``kthvalue``,
+``median``, ``nanmedian`` (``values``, ``indices``) and the ``linalg_*`` results of ``ember.linalg``.
 
 >>> import ember
 >>> r = ember.tensor([[1, 5], [7, 2]]).max(dim=1)
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import collections
 
-__all__ = ["max", "min", "sort", "topk", "kthvalue", "linalg_qr", "linalg_eigh", "linalg_svd", "linalg_slogdet",
+__all__ = ["max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "linalg_qr", "linalg_eigh", "linalg_svd", "linalg_slogdet",
            "make"]
 
 
@@ -33,6 +33,8 @@ min = make("min")  # noqa: A001
 sort = make("sort")
 topk = make("topk")
 kthvalue = make("kthvalue")
+median = make("median")
+nanmedian = make("nanmedian")
 linalg_qr = make("linalg_qr", ("Q", "R"))
 linalg_eigh = make("linalg_eigh", ("eigenvalues", "eigenvectors"))
 linalg_svd = make("linalg_svd", ("U", "S", "Vh"))

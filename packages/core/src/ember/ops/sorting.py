@@ -1,4 +1,5 @@
-"""Sorting and selection: ``sort``, ``argsort``, ``msort``, ``topk``, ``kthvalue``, ``unique``.
+"""Sorting and selection: ``sort``, ``argsort``, ``msort``, ``topk``, ``kthvalue``, ``median``, ``nanmedian``,
+``unique``.
 
 Sorts are stable (equal elements keep their order, also when descending) and
 put NaN last ascending, first descending, as PyTorch does. The gradient of the
@@ -14,15 +15,18 @@ tensor([0, 2])
 """
 from __future__ import annotations
 
+import math
+
 from .. import return_types
 from ..autograd.function import Op
 from ._common import Tensor, tensor_method, wrap_dim
 
-__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique"]
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "unique"]
 
 SortResult = return_types.sort
 TopkResult = return_types.topk
 KthvalueResult = return_types.kthvalue
+MedianResult, NanmedianResult = return_types.median, return_types.nanmedian
 
 
 def _argsort(xp, a, axis, descending):
@@ -123,12 +127,7 @@ class Kthvalue(Op):
     @staticmethod
     def forward(ctx, xp, a, k=1, dim=-1, keepdim=False):
         perm = _argsort(xp, a, dim, False)
-        pick = perm[(slice(None),) * dim + (slice(k - 1, k), ...)]
-        ctx.pick, ctx.dim, ctx.keepdim, ctx.n = pick, dim, keepdim, a.shape[dim]
-        values, indices = xp.take_along_axis(a, pick, axis=dim), xp.astype(pick, xp.int64)
-        if not keepdim:
-            values, indices = xp.squeeze(values, axis=dim), xp.squeeze(indices, axis=dim)
-        return values, indices
+        return _picked(ctx, xp, a, perm[(slice(None),) * dim + (slice(k - 1, k), ...)], dim, keepdim)
 
     @staticmethod
     def backward(ctx, g, g_indices):
@@ -140,6 +139,95 @@ class Kthvalue(Op):
         positions = xp.reshape(xp.arange(ctx.n), (ctx.n,) + (1,) * (ctx.pick.ndim - ctx.dim - 1))
         hit = Tensor._make(xp.astype(positions == ctx.pick, g._data.dtype), g._device)
         return g * hit
+
+
+def _picked(ctx, xp, a, pick, dim, keepdim):
+    """The values of ``a`` at the positions ``pick`` (one per slice along ``dim``) and those positions."""
+    ctx.pick, ctx.dim, ctx.keepdim, ctx.n = pick, dim, keepdim, a.shape[dim]
+    values, indices = xp.take_along_axis(a, pick, axis=dim), xp.astype(pick, xp.int64)
+    if not keepdim:
+        values, indices = xp.squeeze(values, axis=dim), xp.squeeze(indices, axis=dim)
+    return values, indices
+
+
+class Median(Kthvalue):
+    """The lower median along ``dim`` and where it is; a slice holding NaN gives its first NaN."""
+
+    backward_name = "MedianBackward1"
+    ignores_nan = False
+
+    @staticmethod
+    def forward(ctx, xp, a, dim=-1, keepdim=False):
+        perm = _argsort(xp, a, dim, False)  # NaN sort last, in their order
+        n = a.shape[dim]
+        nans = xp.sum(xp.astype(xp.isnan(a), xp.int64), axis=dim, keepdims=True)
+        if type(ctx).ignores_nan:
+            pos = xp.where(nans < n, (n - nans - 1) // 2, xp.zeros_like(nans))
+        else:
+            pos = xp.where(nans > 0, n - nans, xp.full_like(nans, (n - 1) // 2))
+        return _picked(ctx, xp, a, xp.take_along_axis(perm, pos, axis=dim), dim, keepdim)
+
+
+class MedianAll(Median):
+    name_ = "median"
+    backward_name = "MedianBackward0"
+
+
+class Nanmedian(Median):
+    """The lower median of the values that are not NaN (NaN if there are none)."""
+
+    backward_name = "NanmedianBackward1"
+    ignores_nan = True
+
+
+class NanmedianAll(Nanmedian):
+    name_ = "nanmedian"
+    backward_name = "NanmedianBackward0"
+
+
+def _median(name, whole, along, result, input, dim, keepdim):
+    _check_sortable(name, input)
+    if dim is None:
+        if input.numel() == 0:
+            from .creation import full
+            return full((), math.nan, dtype=input.dtype, device=input.device)
+        return whole.apply(input.reshape(-1), dim=0, keepdim=False)[0]
+    if input.ndim == 0:
+        wrap_dim(dim, 1)
+        return result(*along.apply(input.reshape(1), dim=0, keepdim=False))
+    dim = wrap_dim(dim, input.ndim)
+    if input.shape[dim] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
+    return result(*along.apply(input, dim=dim, keepdim=keepdim))
+
+
+@tensor_method()
+def median(input, dim=None, keepdim=False):
+    """The lower median: of the two middle values, the smaller. NaN where a slice holds NaN.
+
+    Without ``dim``, of all elements (a tensor; NaN for an empty one); with ``dim``, ``(values, indices)``
+    along it. The gradient goes to the element picked.
+
+    >>> import ember
+    >>> ember.median(ember.tensor([1.0, 5.0, 2.0, 8.0]))
+    tensor(2.)
+    >>> ember.median(ember.tensor([[3.0, 1.0, 2.0]]), dim=1)
+    ember.return_types.median(
+    values=tensor([2.]),
+    indices=tensor([2]))
+    """
+    return _median("median", MedianAll, Median, MedianResult, input, dim, keepdim)
+
+
+@tensor_method()
+def nanmedian(input, dim=None, keepdim=False):
+    """:func:`median` of the values that are not NaN (NaN where all are).
+
+    >>> import ember
+    >>> ember.nanmedian(ember.tensor([3.0, float("nan"), 1.0]))
+    tensor(1.)
+    """
+    return _median("nanmedian", NanmedianAll, Nanmedian, NanmedianResult, input, dim, keepdim)
 
 
 def _check_sortable(fn, input):
