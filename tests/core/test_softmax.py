@@ -59,3 +59,18 @@ def test_zero_dim_and_errors(device):
         ember.softmax(ember.tensor([1.0, 2.0]), 2)
     with pytest.raises(TypeError, match="missing 1 required positional argument: \"dim\""):
         ember.softmax(ember.tensor([1.0]))
+
+
+def test_infinite_nan_and_empty_slices_as_pytorch(device):
+    """PyTorch 2.13 (checked by hand): a slice holding +inf or NaN, or only -inf, comes out all NaN; an empty
+    dimension gives an empty result."""
+    inf, nan = float("inf"), float("nan")
+    x = ember.tensor([[inf, 1.0, -inf], [nan, 1.0, 2.0], [-inf, -inf, -inf], [1000.0, 1000.0, -inf]], device=device)
+    for fn in (ember.softmax, ember.log_softmax):
+        out = fn(x, 1).tolist()
+        assert str(out[:3]) == "[[nan, nan, nan], [nan, nan, nan], [nan, nan, nan]]"
+    assert ember.softmax(x, 1)[3].tolist() == [0.5, 0.5, 0.0]
+    empty = ember.zeros(3, 0, device=device, requires_grad=True)
+    assert tuple(ember.softmax(empty, 1).shape) == (3, 0) and tuple(ember.log_softmax(empty, 1).shape) == (3, 0)
+    ember.softmax(empty, 1).sum().backward()
+    assert tuple(empty.grad.shape) == (3, 0)

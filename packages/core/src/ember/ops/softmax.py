@@ -17,9 +17,10 @@ __all__ = ["softmax", "log_softmax"]
 
 
 def _shifted(xp, a, axis):
-    """``a - max(a)`` along ``axis``; an all -inf slice is shifted by 0 instead (giving NaN, as PyTorch does)."""
+    """``a - max(a)`` along ``axis``; an all -inf slice is shifted by 0 instead. As in PyTorch, a slice with +inf
+    or NaN comes out all NaN, and an all -inf one NaN from 0 / 0 (softmax) or -inf - -inf (log_softmax)."""
     m = xp.max(a, axis=axis, keepdims=True)
-    return a - xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+    return a - xp.where(m == -xp.inf, xp.zeros_like(m), m)
 
 
 class Softmax(Op):
@@ -30,6 +31,8 @@ class Softmax(Op):
         ctx.dim = dim
         if a.ndim == 0:
             return xp.exp(a - a)
+        if a.shape[dim] == 0:
+            return xp.asarray(a, copy=True)  # nothing to normalise (NumPy's max has no identity)
         e = xp.exp(_shifted(xp, a, dim))
         return e / xp.sum(e, axis=dim, keepdims=True)
 
@@ -49,6 +52,8 @@ class LogSoftmax(Op):
         ctx.dim = dim
         if a.ndim == 0:
             return a - a
+        if a.shape[dim] == 0:
+            return xp.asarray(a, copy=True)
         z = _shifted(xp, a, dim)
         return z - xp.log(xp.sum(xp.exp(z), axis=dim, keepdims=True))
 
