@@ -20,7 +20,7 @@ FLOAT_UNARY = {
     "acosh": (np.arccosh, 1.2, 3.0), "atanh": (np.arctanh, -0.9, 0.9),
     "erf": (np.vectorize(math.erf), -3, 3), "reciprocal": (lambda a: 1 / a, 0.5, 2.0),
     "sigmoid": (lambda a: 1 / (1 + np.exp(-a)), -3, 3), "deg2rad": (np.deg2rad, -360, 360),
-    "rad2deg": (np.rad2deg, -7, 7),
+    "rad2deg": (np.rad2deg, -7, 7), "sinc": (np.sinc, -2, 2),
 }
 GRAD_FN = {"log1p": "Log1PBackward0", "reciprocal": "ReciprocalBackward0", "deg2rad": "Deg2RadBackward0",
            "rad2deg": "Rad2DegBackward0"}
@@ -321,6 +321,16 @@ def test_fmax_fmin_ignore_nan_and_give_ties_to_the_input(device):
     assert a.grad.tolist() == [1.0, 0.0, 1.0, 0.0, 1.0] and b.grad.tolist() == [0.0, 1.0, 0.0, 1.0, 0.0]
     assert str(ember.fmin(a, b).tolist()) == "[1.0, 1.0, 2.0, 3.0, nan]"
     assert ember.fmax(ember.tensor([1, 5], device=device), ember.tensor([3, 2], device=device)).tolist() == [3, 5]
+
+
+def test_sinc_at_zero_and_positive(device):
+    x = ember.tensor([0.0, 1e-20, 0.5], dtype=ember.float64, device=device, requires_grad=True)
+    out = ember.sinc(x)
+    out.sum().backward()
+    assert out.tolist()[:2] == [1.0, 1.0] and x.grad.tolist()[:2] == [0.0, 0.0]  # as PyTorch: no 0 / 0
+    assert ember.positive(x) is x and +x is not None
+    with pytest.raises(RuntimeError, match="The `\\+` operator, on a bool tensor is not supported"):
+        ember.positive(ember.tensor([True], device=device))
 
 
 def test_sgn_and_signbit(device):

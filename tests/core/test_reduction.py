@@ -71,6 +71,9 @@ def test_max_min_argmax_with_dim_match_numpy(case):
         np.testing.assert_array_equal(r.indices.numpy(), nparg(values, axis=dims, keepdims=keepdim))
         arg = getattr(x, "arg" + name)(dim=dims, keepdim=keepdim)
         np.testing.assert_array_equal(arg.numpy(), nparg(values, axis=dims, keepdims=keepdim))
+    both = ember.aminmax(x, dim=dims, keepdim=keepdim)
+    np.testing.assert_array_equal(both.min.numpy(), np.min(values, axis=dims, keepdims=keepdim))
+    np.testing.assert_array_equal(both.max.numpy(), np.max(values, axis=dims, keepdims=keepdim))
 
 
 @settings(max_examples=30, deadline=None)
@@ -343,3 +346,15 @@ def test_nansum_nanmean_match_numpy(arr, data):
         warnings.simplefilter("ignore", RuntimeWarning)  # NumPy warns on slices of NaN only
         want = np.nanmean(arr, axis=dim, keepdims=keepdim)
     np.testing.assert_allclose(ember.nanmean(x, dim, keepdim).numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+def test_aminmax(device):
+    x = ember.tensor([[1., 5.], [3., 2.]], device=device, requires_grad=True)
+    whole = x.aminmax()
+    assert type(whole).__name__ == "aminmax" and whole.min.item() == 1.0 and whole.max.item() == 5.0
+    kept = ember.aminmax(x, keepdim=True)
+    assert tuple(kept.min.shape) == (1, 1) and kept.max.tolist() == [[5.0]]
+    (whole.min + whole.max).backward()
+    assert x.grad.tolist() == [[1., 1.], [0., 0.]]
+    with pytest.raises(RuntimeError, match="aminmax\\(\\): cannot compute aminmax over an empty dimension"):
+        ember.aminmax(ember.tensor([], device=device))

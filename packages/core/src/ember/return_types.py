@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import collections
 
-__all__ = ["max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "linalg_qr", "linalg_eigh", "linalg_svd", "linalg_slogdet",
+__all__ = ["max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "aminmax", "linalg_qr", "linalg_eigh", "linalg_svd", "linalg_slogdet",
            "make"]
 
 
@@ -35,6 +35,7 @@ topk = make("topk")
 kthvalue = make("kthvalue")
 median = make("median")
 nanmedian = make("nanmedian")
+aminmax = make("aminmax", ("min", "max"))
 linalg_qr = make("linalg_qr", ("Q", "R"))
 linalg_eigh = make("linalg_eigh", ("eigenvalues", "eigenvectors"))
 linalg_svd = make("linalg_svd", ("U", "S", "Vh"))

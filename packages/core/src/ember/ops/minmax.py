@@ -1,4 +1,4 @@
-"""Extreme values: ``max``, ``min``, ``amax``, ``amin``, ``argmax``, ``argmin``.
+"""Extreme values: ``max``, ``min``, ``amax``, ``amin``, ``aminmax``, ``argmax``, ``argmin``.
 
 ``max(x)`` is a 0-dim tensor; ``max(x, dim)`` is a named tuple ``(values,
 indices)``; ``max(x, other_tensor)`` is :func:`~ember.maximum`. The full
@@ -19,7 +19,7 @@ from ..autograd.function import Op
 from ._common import Tensor, tensor_method, wrap_dim
 from .reduction import expand_back, norm_dims
 
-__all__ = ["max", "min", "amax", "amin", "argmax", "argmin"]
+__all__ = ["max", "min", "amax", "amin", "aminmax", "argmax", "argmin"]
 
 
 def _evenly(a, value, g):
@@ -212,6 +212,27 @@ amin = _public("amin", _amax_like("amin", Amin), """Smallest values over ``dim``
     >>> ember.tensor([[1, 5], [7, 2]]).amin(dim=(0, 1))
     tensor(1)
     """)
+
+
+@tensor_method()
+def aminmax(input, *, dim=None, keepdim=False):
+    """``(min, max)`` over ``dim`` (all elements by default), as ``ember.return_types.aminmax``.
+
+    >>> import ember
+    >>> ember.aminmax(ember.tensor([[1, 5], [3, 2]]), dim=1)
+    ember.return_types.aminmax(
+    min=tensor([1, 2]),
+    max=tensor([5, 3]))
+    """
+    if input._data.size == 0 and (dim is None or input._data.shape[dim] == 0):
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                           "identity.")
+    if dim is None:
+        if keepdim:
+            flat_shape = (1,) * input._data.ndim
+            return return_types.aminmax(amin(input).reshape(flat_shape), amax(input).reshape(flat_shape))
+        return return_types.aminmax(amin(input), amax(input))
+    return return_types.aminmax(amin(input, dim, keepdim), amax(input, dim, keepdim))
 
 
 class Argmax(Op):

@@ -22,7 +22,7 @@ from ._common import Tensor, array_op, tensor_method
 __all__ = ["abs", "absolute", "sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1",
            "sin", "cos", "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh", "tanh",
            "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "erf", "reciprocal", "square",
-           "sign", "sgn", "signbit", "deg2rad", "rad2deg", "floor", "ceil", "round", "trunc", "fix", "frac",
+           "sign", "sgn", "signbit", "deg2rad", "rad2deg", "sinc", "positive", "floor", "ceil", "round", "trunc", "fix", "frac",
            "isnan", "isinf", "isfinite", "isposinf", "isneginf", "nan_to_num"]
 
 _LN2 = math.log(2.0)
@@ -137,7 +137,26 @@ _FLOAT_UNARY = [
      "Degrees to radians", ">>> ember.deg2rad(ember.tensor([180.0]))\ntensor([3.1416])"),
     ("rad2deg", "Rad2Deg", lambda ctx, xp, a: a * _DEG_PER_RAD, lambda g, _: g * _DEG_PER_RAD, None,
      "Radians to degrees", ">>> ember.rad2deg(ember.tensor([3.14159265]))\ntensor([180.])"),
+    ("sinc", "Sinc", lambda ctx, xp, a: _sinc(xp, a), lambda g, a: g * _sinc_slope(a), "input",
+     "The normalised sinc ``sin(pi x) / (pi x)``, 1 at 0", ">>> ember.sinc(ember.tensor([0.0, 0.5]))\n"
+     "tensor([1.0000, 0.6366])"),
 ]
+
+def _sinc(xp, a):
+    px = a * math.pi
+    zero = a == 0
+    safe = xp.where(zero, xp.ones_like(px), px)  # no 0 / 0 even in the branch not taken
+    return xp.where(zero, xp.ones_like(px), xp.sin(safe) / safe)
+
+
+def _sinc_slope(a):
+    """d sinc / dx: ``(cos(pi x) pi x - sin(pi x)) / (pi x^2)``, 0 at 0 (ember ops, for double backward)."""
+    from .shape import where
+    zero = a == 0
+    x = where(zero, 1.0, a)  # the formula only where it is finite
+    px = x * math.pi
+    return where(zero, 0.0, (px.cos() * px - px.sin()) / (px * x))
+
 
 for _entry in _FLOAT_UNARY:
     _float_unary(*_entry)
@@ -318,6 +337,21 @@ def sgn(input):
     tensor([-1.,  0.,  1.])
     """
     return Sgn.apply(input)
+
+
+@tensor_method()
+def positive(input):
+    """``input`` itself (the unary ``+``); an error for bool tensors, as in PyTorch.
+
+    >>> import ember
+    >>> x = ember.tensor([1.0, -2.0])
+    >>> ember.positive(x) is x
+    True
+    """
+    _check_tensor("positive", input)
+    if input._dtype is dt.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
 
 
 Signbit = array_op("Signbit", "signbit")
