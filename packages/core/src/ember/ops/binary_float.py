@@ -75,17 +75,27 @@ def hypot(input, other):
 
 
 class Logaddexp(Op):
+    """``log_b(b ** x + b ** y)`` for the base ``b = exp(scale)`` (e for ``logaddexp``)."""
+
     saves_inputs = True
+    scale = 1.0
 
     @staticmethod
     def forward(ctx, xp, a, b):
-        return xp.logaddexp(a, b)
+        s = type(ctx).scale
+        return xp.logaddexp(a, b) if s == 1.0 else xp.logaddexp(a * s, b * s) / s
 
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        need = ctx.needs_input_grad  # 1 / (1 + exp(b - a)): 1 for a = inf and a finite b
-        return _reduced(g / (1 + (b - a).exp()), a, need[0]), _reduced(g / (1 + (a - b).exp()), b, need[1])
+        s = type(ctx).scale
+        need = ctx.needs_input_grad  # 1 / (1 + b ** (y - x)): 1 for x = inf and a finite y
+        return (_reduced(g / (1 + ((b - a) * s).exp()), a, need[0]),
+                _reduced(g / (1 + ((a - b) * s).exp()), b, need[1]))
+
+
+class Logaddexp2(Logaddexp):
+    scale = _LN2
 
 
 @tensor_method()
@@ -97,21 +107,6 @@ def logaddexp(input, other):
     tensor([1000.6932])
     """
     return Logaddexp.apply(*_floats("logaddexp", input, other))
-
-
-class Logaddexp2(Op):
-    saves_inputs = True
-
-    @staticmethod
-    def forward(ctx, xp, a, b):
-        return xp.logaddexp(a * _LN2, b * _LN2) / _LN2
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        need = ctx.needs_input_grad  # 1 / (1 + 2 ** (b - a))
-        return (_reduced(g / (1 + ((b - a) * _LN2).exp()), a, need[0]),
-                _reduced(g / (1 + ((a - b) * _LN2).exp()), b, need[1]))
 
 
 @tensor_method()
