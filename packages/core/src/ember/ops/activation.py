@@ -140,7 +140,7 @@ class Gelu(Op):
         ctx.approximate = approximate
         if approximate == "tanh":
             return 0.5 * a * (1 + xp.tanh(_TANH_SCALE * (a + _TANH_CUBIC * a * a * a)))
-        return 0.5 * a * (1 + erf_array(xp, a * _SQRT_HALF))
+        return 0.5 * a * (1 + erf_array(xp, a * _SQRT_HALF, tiny_exact=False))
 
     @staticmethod
     def backward(ctx, g):

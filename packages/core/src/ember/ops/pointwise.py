@@ -192,8 +192,11 @@ def _erf_table(xp, dtype):
     return [xp.asarray(table[j], dtype=dtype) for j in range(table.shape[0])]
 
 
-def erf_array(xp, a):
-    """``erf`` of a floating array, with array-API functions only."""
+def erf_array(xp, a, *, tiny_exact=True):
+    """``erf`` of a floating array, with array-API functions only.
+
+    ``tiny_exact=False`` skips the series near 0 (about a third of the time): the error stays below 2e-15
+    absolute, which is enough where erf is added to 1, as in GELU."""
     shape = a.shape
     flat = xp.reshape(a, (-1,))
     ax = xp.abs(flat)
@@ -209,11 +212,14 @@ def erf_array(xp, a):
     r = xp.where(inside, r, xp.asarray(1.0, dtype=a.dtype))
     r = xp.where(xp.isnan(flat), flat, r)
     r = xp.where(flat < 0, -r, r)
-    x2 = flat * flat
-    series = xp.full_like(flat, _ERF_TAYLOR[-1])
-    for c in _ERF_TAYLOR[-2::-1]:
-        series = series * x2 + c
-    return xp.reshape(xp.where(small, flat * series, r), shape)
+    near_zero = flat[small] if tiny_exact else flat[:0]  # the series runs on these elements only
+    if near_zero.shape[0]:
+        x2 = near_zero * near_zero
+        series = xp.full_like(near_zero, _ERF_TAYLOR[-1])
+        for c in _ERF_TAYLOR[-2::-1]:
+            series = series * x2 + c
+        r[small] = near_zero * series
+    return xp.reshape(r, shape)
 
 
 # -- dtype-keeping functions ------------------------------------------------------------------------------------
