@@ -68,17 +68,10 @@ def _edges(inputs):
     needs = []
     versions = []
     for t in inputs:
-        if isinstance(t, Tensor):
-            versions.append(t._vc[0])
-            if t._requires_grad:
-                fn = t.grad_fn
-                edges.append((fn, t._output_nr) if fn is not None else (t._grad_accumulator(), 0))
-                needs.append(True)
-                continue
-        else:
-            versions.append(None)
-        edges.append(_NO_EDGE)
-        needs.append(False)
+        tensor = isinstance(t, Tensor)
+        versions.append(t._vc[0] if tensor else None)
+        edges.append(_edge(t) if tensor else _NO_EDGE)
+        needs.append(tensor and t._requires_grad)
     return tuple(edges), tuple(needs), tuple(versions)
 
 

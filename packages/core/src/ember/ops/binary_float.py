@@ -17,6 +17,9 @@ import numbers
 from .. import _dtype as dt
 from ..autograd.function import Op
 from ._common import Tensor, promote, sum_to, tensor_method
+from .creation import zeros_like
+from .pointwise import log
+from .shape import where
 
 __all__ = ["hypot", "logaddexp", "logaddexp2", "copysign", "xlogy"]
 
@@ -130,8 +133,6 @@ class Copysign(Op):
 
     @staticmethod
     def backward(ctx, g):
-        from .creation import zeros_like
-        from .shape import where
         a, b = ctx.saved_tensors
         out = ctx.saved_output
         need = ctx.needs_input_grad
@@ -162,7 +163,6 @@ class Xlogy(Op):
 
     @staticmethod
     def backward(ctx, g):
-        from .pointwise import log
         a, b = ctx.saved_tensors
         need = ctx.needs_input_grad
         ga = g * (log(b) if isinstance(b, Tensor) else math.log(b)) if need[0] else None

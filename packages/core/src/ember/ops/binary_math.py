@@ -11,6 +11,8 @@ tensor([0.0000, 0.5000, 1.0000])
 """
 from __future__ import annotations
 
+import operator
+
 from .. import _dtype as dt
 from ..autograd.function import Op
 from ._common import Tensor, promote, sum_to, tensor_method
@@ -84,7 +86,8 @@ class Fmax(Op):
     """``maximum`` that ignores NaN (NaN only where both are NaN)."""
 
     saves_inputs = True
-    pick = "maximum"
+    pick = "maximum"  # the array function that compares
+    wins = staticmethod(operator.ge)  # where ``input`` is the one picked (ties too, as in PyTorch)
 
     @staticmethod
     def forward(ctx, xp, a, b):
@@ -95,8 +98,7 @@ class Fmax(Op):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        # the input gets the gradient where it was picked, ties included, as in PyTorch
-        picked = ((a >= b) if type(ctx).pick == "maximum" else (a <= b)) | b.isnan()
+        picked = type(ctx).wins(a, b) | b.isnan()
         return (sum_to(g * picked, a.shape) if ctx.needs_input_grad[0] else None,
                 sum_to(g * ~picked, b.shape) if ctx.needs_input_grad[1] else None)
 
@@ -105,6 +107,7 @@ class Fmin(Fmax):
     """``minimum`` that ignores NaN."""
 
     pick = "minimum"
+    wins = staticmethod(operator.le)
 
 
 @tensor_method()

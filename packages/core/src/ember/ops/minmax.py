@@ -224,6 +224,8 @@ def aminmax(input, *, dim=None, keepdim=False):
     min=tensor([1, 2]),
     max=tensor([5, 3]))
     """
+    if dim is not None:
+        dim = wrap_dim(dim, input._data.ndim)
     if input._data.size == 0 and (dim is None or input._data.shape[dim] == 0):
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
                            "identity.")

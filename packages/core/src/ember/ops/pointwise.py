@@ -22,8 +22,8 @@ from ._common import Tensor, array_op, tensor_method
 __all__ = ["abs", "absolute", "sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1",
            "sin", "cos", "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh", "tanh",
            "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "erf", "reciprocal", "square",
-           "sign", "sgn", "signbit", "deg2rad", "rad2deg", "sinc", "positive", "floor", "ceil", "round", "trunc", "fix", "frac",
-           "isnan", "isinf", "isfinite", "isposinf", "isneginf", "nan_to_num"]
+           "sign", "sgn", "signbit", "deg2rad", "rad2deg", "sinc", "positive", "floor", "ceil", "round", "trunc",
+           "fix", "frac", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "nan_to_num"]
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -200,7 +200,6 @@ def erf_array(xp, a, *, tiny_exact=True):
     shape = a.shape
     flat = xp.reshape(a, (-1,))
     ax = xp.abs(flat)
-    small = ax < _ERF_TAYLOR_BELOW  # False for NaN
     inside = ax < _ERF_PIECES * _ERF_WIDTH  # False for inf and NaN, which are set below
     ax = xp.where(inside, ax, xp.zeros_like(ax))
     piece = xp.astype(xp.clip(xp.floor(ax / _ERF_WIDTH), 0, _ERF_PIECES - 1), xp.int64)
@@ -212,13 +211,15 @@ def erf_array(xp, a, *, tiny_exact=True):
     r = xp.where(inside, r, xp.asarray(1.0, dtype=a.dtype))
     r = xp.where(xp.isnan(flat), flat, r)
     r = xp.where(flat < 0, -r, r)
-    near_zero = flat[small] if tiny_exact else flat[:0]  # the series runs on these elements only
-    if near_zero.shape[0]:
-        x2 = near_zero * near_zero
-        series = xp.full_like(near_zero, _ERF_TAYLOR[-1])
-        for c in _ERF_TAYLOR[-2::-1]:
-            series = series * x2 + c
-        r[small] = near_zero * series
+    if tiny_exact:
+        small = xp.abs(flat) < _ERF_TAYLOR_BELOW  # False for NaN
+        near_zero = flat[small]  # the series runs on these elements only
+        if near_zero.shape[0]:
+            x2 = near_zero * near_zero
+            series = xp.full_like(near_zero, _ERF_TAYLOR[-1])
+            for c in _ERF_TAYLOR[-2::-1]:
+                series = series * x2 + c
+            r[small] = near_zero * series
     return xp.reshape(r, shape)
 
 

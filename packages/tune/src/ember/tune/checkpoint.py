@@ -105,7 +105,7 @@ def write_checkpoint(checkpoint, trial_dir: str, iteration: int) -> Checkpoint:
 def _atomic_copy(src: str, dst: str) -> None:
     if not os.path.isfile(src):
         raise FileNotFoundError(f"checkpoint file {src!r} does not exist")
-    from ember.serialization.atomic import write_atomically  # loads ember's core, which a copy rarely needs first
+    from ember.serialization.atomic import write_atomically  # here: importing it loads ember's core
 
     with open(src, "rb") as inp:
         write_atomically(dst, lambda out: shutil.copyfileobj(inp, out))

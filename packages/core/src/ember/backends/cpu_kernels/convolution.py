@@ -58,6 +58,8 @@ class _Plan:
         # small-grid positions as columns: rows of pitch wp (stride 1) or packed rows
         self.pitch = wp if self.flat else wo
         self.length = (ho - 1) * wp + wo if self.flat else ho * wo
+        # pitched rows leave columns between them that small-grid columns must hold at zero
+        self.gapped = self.flat and self.pitch != self.small[1]
         self.rows = self.c_big * kernel[0] * kernel[1]  # im2col rows
         self.block = max(1, BLOCK_BYTES // max(1, self.rows * self.length * itemsize))
 
@@ -107,15 +109,13 @@ class _Plan:
     def to_columns(self, y):
         """Small-grid arrays (n, C, Ho, Wo) as (groups, C/groups, n * L) (zeros between pitched rows)."""
         n, c = y.shape[:2]
-        cols = (np.zeros if self.flat and self.pitch != self.small[1] else np.empty)((c, n * self.length),
-                                                                                     dtype=y.dtype)
+        cols = (np.zeros if self.gapped else np.empty)((c, n * self.length), dtype=y.dtype)
         self._positions(cols, n)[...] = y.transpose(1, 0, 2, 3)
         return cols.reshape(self.groups, c // self.groups, n * self.length)
 
     def sample_columns_buffer(self, n, channels, dtype):
         """A buffer for :meth:`sample_columns` of ``n`` samples (zeros between pitched rows stay zero)."""
-        return (np.zeros if self.flat and self.pitch != self.small[1] else np.empty)(n * channels * self.length,
-                                                                                     dtype=dtype)
+        return (np.zeros if self.gapped else np.empty)(n * channels * self.length, dtype=dtype)
 
     def sample_columns(self, y, buffer):
         """Small-grid arrays (n, C, Ho, Wo) as (n, groups, C/groups, L) columns in ``buffer``, sample by sample."""
@@ -174,15 +174,14 @@ def _conv_transpose(x, w, b, plan):
     out = (np.zeros if direct else np.empty)((n, c_big) + plan.big, dtype=dtype)
     grid = None if direct else plan.grid_buffer(min(plan.block, n), c_big, dtype)
     bias = None if b is None else b.reshape(-1, 1, 1)
-    block = min(plan.block, n)
+    block, rows = min(plan.block, n), w_t.shape[0] * w_t.shape[1]
     inputs = plan.sample_columns_buffer(block, x.shape[1], dtype)
-    product = np.empty(block * w_t.size // w_t.shape[-1] * plan.length, dtype=dtype)
+    product = np.empty(block * rows * plan.length, dtype=dtype)
     for blk in _blocks(n, plan.block):
         count = blk.stop - blk.start
         # per sample: (n, G, kh * kw * C_big/G, L), so each kernel position's slab lines up with its windows
         cols = np.matmul(w_t, plan.sample_columns(x[blk], inputs),
-                         out=product[:count * w_t.size // w_t.shape[-1] * plan.length].reshape(
-                             count, g, w_t.shape[1], plan.length))
+                         out=product[:count * rows * plan.length].reshape(count, g, w_t.shape[1], plan.length))
         cols = cols.reshape(count, g, kh * kw, c_big // g, plan.length)
         acc = out[blk] if direct else grid[:count]
         if not direct:
