@@ -75,7 +75,7 @@ def __getattr__(name):
         except ModuleNotFoundError as exc:
             if exc.name != f"ember.{name}":
                 raise
-            dist = {"optim": "nn", "onnx": "core[onnx]"}.get(name, name)
+            dist = {"optim": "nn"}.get(name, name)
             raise AttributeError(f"module 'ember' has no attribute {name!r}: install ember-{dist} "
                                  f"(`pip install ember-{dist}`) to get ember.{name}") from None
     if not _loaded:
