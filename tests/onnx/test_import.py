@@ -1,5 +1,4 @@
 """ember.onnx.load: ONNX graphs built with onnx.helper run in ember as in onnxruntime, and train."""
-import sys
 
 import numpy as np
 import onnx
@@ -414,12 +413,6 @@ def test_constant_inputs_are_buffers():
     assert list(module.parameters()) == [] and {n for n, _ in module.named_buffers()} == set(inits)
     x = rand(1, 1, 2, 2)
     assert_same(run_ember(module, [x]), run_ort(model, [x]))
-
-
-def test_needs_ember_nn(monkeypatch):
-    monkeypatch.setitem(sys.modules, "ember.nn", None)
-    with pytest.raises(ImportError, match="ember.onnx.load needs ember-nn"):
-        load(cnn_model())
 
 
 # -- property: Slice's clamping and negative steps -------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""ember.onnx: export models to ONNX, check them in onnxruntime, load ONNX models back. Needs ``ember-core[onnx]``.
+"""ember.onnx (distribution ember-onnx): export models to ONNX, check them in onnxruntime, load ONNX models back.
 
 :func:`export` runs the model once under a trace: every op call (``Op.apply``)
 is recorded, then written as ONNX nodes by the op's *lowering*, found by the
@@ -25,9 +25,8 @@ traced a second time with those axes one longer, to learn which other axes
 follow them; ops whose recorded sizes follow them are written with ``0``/``-1``
 or ``Shape`` instead of fixed sizes.
 
-:func:`load` imports an ONNX model as an ``ember.nn.Module`` (it needs ember-nn)
-whose float initializers are parameters under their ONNX names, so it can be
-fine-tuned.
+:func:`load` imports an ONNX model as an ``ember.nn.Module`` whose float
+initializers are parameters under their ONNX names, so it can be fine-tuned.
 
 >>> import ember
 >>> _ = ember.manual_seed(0)
@@ -38,8 +37,8 @@ True
 """
 from ._export import build_model, export, registered_lowerings
 from ._verify import verify
-from .errors import UnsupportedExportError, VerificationError
-from ._import import OnnxImportError, UnsupportedImportError, load
+from .errors import OnnxImportError, UnsupportedExportError, UnsupportedImportError, VerificationError
+from ._import import load
 
 __all__ = ["export", "verify", "build_model", "registered_lowerings", "load", "UnsupportedExportError",
            "VerificationError", "OnnxImportError", "UnsupportedImportError"]

@@ -7,9 +7,12 @@ import numpy as np
 import onnx
 from onnx import helper
 
+import ember
+
 from .. import _plugins
 from .._tensor import Tensor
-from ._graph import Graph, Node, onnx_dtype
+from . import lowerings
+from ._graph import Graph, Node, _tensor_proto, onnx_dtype
 from ._trace import trace
 from .errors import UnsupportedExportError
 
@@ -20,8 +23,7 @@ def registered_lowerings() -> dict:
     """``{op_name: lowering}`` from every plugin, ember's own included (registered here on first use)."""
     pm = _plugins.get_plugin_manager()
     if pm.get_plugin(BUILTIN_LOWERINGS) is None:
-        import importlib
-        _plugins.register_plugin(importlib.import_module(BUILTIN_LOWERINGS), BUILTIN_LOWERINGS)
+        _plugins.register_plugin(lowerings, BUILTIN_LOWERINGS)
     return _plugins.onnx_lowerings()
 
 
@@ -150,7 +152,6 @@ class _Exporter:
         if not self.export_params:
             graph.input.extend(self._param_inputs)
         opsets = [helper.make_opsetid("", self.opset)] + [helper.make_opsetid(d, 1) for d in sorted(self.g.domains)]
-        import ember
         return helper.make_model(graph, opset_imports=opsets, producer_name="ember",
                                  producer_version=getattr(ember, "__version__", ""),
                                  ir_version=helper.find_min_ir_version_for(opsets[:1]))
@@ -320,7 +321,6 @@ class _Exporter:
 def _cat_grow(t, axes, step):
     """``t`` longer along each of ``axes`` (by ``step``, ``step + 1``, ...: distinct growths tell the axes apart),
     its first slices repeated."""
-    import ember
     for k, a in enumerate(axes):
         n = t.shape[a]
         if n > 0:
@@ -329,7 +329,6 @@ def _cat_grow(t, axes, step):
 
 
 def _const_proto(t, name):
-    from ._graph import _tensor_proto
     return _tensor_proto(_array(t), name)
 
 

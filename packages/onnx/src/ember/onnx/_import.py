@@ -4,29 +4,21 @@ The model's graph is interpreted node by node with ember ops, so autograd
 runs through it. Float initializers become :class:`ember.nn.Parameter` s, the
 rest (integer initializers, batch-norm running statistics) buffers. Shapes
 are computed on the tensors a call gets, so a dynamic batch axis just works.
-The module class needs ``ember.nn`` (distribution ember-nn); ember-core alone
-raises a clear error.
+The module class is an ``ember.nn.Module`` (ember-onnx depends on ember-nn).
 """
 from __future__ import annotations
 
-import importlib
 import os
 
-from ..errors import EmberError
+import onnx
+
+from ._import_module import OnnxModule
+from .errors import OnnxImportError, UnsupportedImportError
 
 __all__ = ["load", "UnsupportedImportError", "OnnxImportError"]
 
 
-class OnnxImportError(EmberError, ValueError):
-    """An ONNX model could not be imported: malformed graph, wrong inputs at call time."""
-
-
-class UnsupportedImportError(EmberError, NotImplementedError):
-    """An ONNX model uses an op, an attribute value or an op domain that ``ember.onnx.load`` does not support."""
-
-
 def _read_model(f):
-    import onnx
     if isinstance(f, onnx.ModelProto):
         return f
     if isinstance(f, (bytes, bytearray, memoryview)):
@@ -44,7 +36,7 @@ def load(f):
     graph's inputs in order; it returns the only output, or a tuple of them.
     ``state_dict()`` keys are the ONNX initializer names (a name that is not
     a valid attribute path gets ``.`` replaced by ``_``; ``module.initializer_keys``
-    maps each initializer to its key). Needs ``ember.nn`` (ember-nn).
+    maps each initializer to its key).
 
     >>> import numpy as np, onnx, ember
     >>> from onnx import helper, numpy_helper, TensorProto
@@ -59,10 +51,4 @@ def load(f):
     >>> model(ember.ones(4, 3)).shape
     ember.Size([4, 2])
     """
-    try:
-        importlib.import_module("ember.nn")
-    except ImportError as error:
-        raise ImportError("ember.onnx.load needs ember-nn (the module it returns is an ember.nn.Module): "
-                          "install the ember-nn distribution") from error
-    from ._import_module import OnnxModule
     return OnnxModule(_read_model(f))

@@ -1,12 +1,14 @@
-"""``OnnxModule``: an ONNX graph as an ``ember.nn.Module`` (needs ember-nn; imported only by ``ember.onnx.load``)."""
+"""``OnnxModule``: an ONNX graph as an ``ember.nn.Module``; the one module that imports every op handler module."""
 from __future__ import annotations
+
+from onnx import numpy_helper
 
 import ember
 from ember import nn
 
 from . import _import_nn_ops, _import_ops, _import_rnn, _import_scan  # noqa: F401  (register the op handlers)
-from ._import import OnnxImportError
 from ._import_node import compile_nodes, from_numpy, run_nodes
+from .errors import OnnxImportError
 
 # input slots that hold statistics or constants, never trained: a float initializer used only there is a buffer
 _STATE_SLOTS = {("BatchNormalization", 3), ("BatchNormalization", 4), ("Resize", 1), ("Resize", 2),
@@ -49,7 +51,6 @@ class OnnxModule(nn.Module):
 
     def __init__(self, model):
         super().__init__()
-        from onnx import numpy_helper
         graph = model.graph
         opset = _default_opset(model)
         initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}

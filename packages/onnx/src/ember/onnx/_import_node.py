@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections import ChainMap
 
 import numpy as np
+from onnx import AttributeProto, helper, numpy_helper
 
 import ember
 
-from ._import import OnnxImportError, UnsupportedImportError
+from .errors import OnnxImportError, UnsupportedImportError
 
 HANDLERS = {}
 
@@ -31,7 +32,6 @@ def handles(*op_types, scoped=False):
 
 def attribute_value(attribute):
     """An attribute's Python value; tensors become NumPy arrays."""
-    from onnx import AttributeProto, helper, numpy_helper
     value = helper.get_attribute_value(attribute)
     if attribute.type == AttributeProto.TENSOR:
         return numpy_helper.to_array(value)
@@ -60,7 +60,6 @@ class ImportNode:
         if self.handler is None:
             raise UnsupportedImportError(f"{self}: ember.onnx.load does not support the ONNX op "
                                          f"'{self.op_type}'")
-        from onnx import AttributeProto
         self.attrs = {}
         for attribute in proto.attribute:
             if attribute.type == AttributeProto.GRAPHS:
@@ -93,7 +92,6 @@ class ImportNode:
 
 def constant_value(proto):
     """The NumPy value of a Constant node."""
-    from onnx import helper, numpy_helper
     (attribute,) = proto.attribute
     value = helper.get_attribute_value(attribute)
     if attribute.name == "value":
@@ -141,7 +139,6 @@ class Subgraph:
     """A node's subgraph (Scan's body): it sees the enclosing graph's values; its initializers are constants."""
 
     def __init__(self, graph, opset):
-        from onnx import numpy_helper
         self.input_names = [v.name for v in graph.input]
         self.output_names = [v.name for v in graph.output]
         self.constants, self.nodes = compile_nodes(graph, opset)
@@ -183,7 +180,6 @@ def from_numpy(array, device=None):
 
 def ember_dtype(onnx_type: int):
     """The ember dtype of an ONNX ``TensorProto`` element type."""
-    from onnx import helper
     name = np.dtype(helper.tensor_dtype_to_np_dtype(onnx_type)).name
     dtype = getattr(ember, "bool" if name == "bool" else name, None)
     if not isinstance(dtype, ember.dtype):

@@ -8,3 +8,11 @@ class UnsupportedExportError(EmberError):
 
 class VerificationError(EmberError, AssertionError):
     """onnxruntime's outputs of an exported model differ from ember's beyond the tolerance."""
+
+
+class OnnxImportError(EmberError, ValueError):
+    """An ONNX model could not be imported: malformed graph, wrong inputs at call time."""
+
+
+class UnsupportedImportError(EmberError, NotImplementedError):
+    """An ONNX model uses an op, an attribute value or an op domain that ``ember.onnx.load`` does not support."""
