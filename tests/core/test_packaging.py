@@ -24,6 +24,7 @@ CORE = ROOT / "packages" / "core"
 NN = ROOT / "packages" / "nn"
 DATA = ROOT / "packages" / "data"
 TUNE = ROOT / "packages" / "tune"
+ONNX = ROOT / "packages" / "onnx"
 BUILD_TIMEOUT = 300  # the first build fetches hatchling, the first install numpy & co. from PyPI
 RUN_TIMEOUT = 120
 
@@ -102,12 +103,22 @@ def wheels(tmp_path_factory, uv) -> dict:
     sh(uv, "build", "--quiet", "--wheel", "--out-dir", dist, NN, timeout=BUILD_TIMEOUT)
     sh(uv, "build", "--quiet", "--wheel", "--out-dir", dist, DATA, timeout=BUILD_TIMEOUT)
     sh(uv, "build", "--quiet", "--wheel", "--out-dir", dist, TUNE, timeout=BUILD_TIMEOUT)
+    sh(uv, "build", "--quiet", "--wheel", "--out-dir", dist, ONNX, timeout=BUILD_TIMEOUT)
     (core,) = dist.glob("ember_core-*.whl")
     (ext,) = dist.glob("ember_fakeext-*.whl")
     (nn,) = dist.glob("ember_nn-*.whl")
     (data,) = dist.glob("ember_data-*.whl")
     (tune,) = dist.glob("ember_tune-*.whl")
-    return {"core": core, "fakeext": ext, "nn": nn, "data": data, "tune": tune}
+    (onnx,) = dist.glob("ember_onnx-*.whl")
+    return {"core": core, "fakeext": ext, "nn": nn, "data": data, "tune": tune, "onnx": onnx}
+
+
+def wheel_contents(wheel: Path) -> tuple:
+    """The file names in ``wheel`` and its METADATA text."""
+    with zipfile.ZipFile(wheel) as whl:
+        names = set(whl.namelist())
+        metadata = next(whl.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
+    return names, metadata
 
 
 def make_venv(uv, path: Path, *wheels) -> Path:
@@ -309,3 +320,47 @@ def test_core_and_tune_wheels_run_an_experiment_in_a_fresh_env(tmp_path, uv, whe
     trials, missing_nn = out.splitlines()[-2:]
     assert trials == "3 0.25"
     assert "install ember-nn" in missing_nn  # ember-tune needs only ember-core
+
+
+def test_core_wheel_ships_no_ember_onnx_and_no_onnx_extra(wheels, core_env):
+    names, metadata = wheel_contents(wheels["core"])
+    assert "ember/hookspecs.py" in names  # the ember_onnx_lowerings hook stays in the core
+    assert not any(n.startswith("ember/onnx/") for n in names)
+    assert "Provides-Extra: onnx" not in metadata and "Requires-Dist: onnx" not in metadata
+    out = run_in(core_env, """
+        import ember
+        try:
+            ember.onnx
+        except AttributeError as exc:
+            print(exc)
+    """)
+    assert "install ember-onnx (`pip install ember-onnx`) to get ember.onnx" in out
+
+
+def test_onnx_wheel_exports_verifies_and_loads_with_core_and_nn_in_a_fresh_env(tmp_path, uv, wheels):
+    names, metadata = wheel_contents(wheels["onnx"])
+    assert {"ember/onnx/__init__.py", "ember/onnx/_import_module.py", "ember/onnx/lowerings/__init__.py"} <= names
+    assert "ember/__init__.py" not in names and not any(n.startswith("ember/nn/") for n in names)
+    requires = {line.split(": ", 1)[1].replace(" ", "") for line in metadata.splitlines()
+                if line.startswith("Requires-Dist: ")}
+    assert {"ember-core<0.2,>=0.1", "ember-nn<0.2,>=0.1"} <= requires
+    python = make_venv(uv, tmp_path / "venv", wheels["core"], wheels["nn"], wheels["onnx"])
+    out = run_in(python, """
+        import io
+        import ember
+        from ember import nn
+        from ember.onnx import export, load, verify
+        ember.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).eval()
+        x = ember.randn(5, 3)
+        f = io.BytesIO()
+        export(model, x, f)
+        loaded = load(f.getvalue())
+        print(ember.onnx.__file__)
+        print(isinstance(loaded, nn.Module), list(loaded.state_dict()) == list(model.state_dict()))
+        print(ember.allclose(loaded(x), model(x)), max(verify(model, x)) < 1e-5)
+    """)
+    where, loaded, same = out.splitlines()
+    assert where.startswith(str(python.parents[1]))
+    assert loaded == "True True"
+    assert same == "True True"
