@@ -122,8 +122,8 @@ def test_ember_core_imports_neither_ember_onnx_nor_ember_nn():
 def test_an_importer_module_imported_first_in_a_fresh_interpreter_loads_models():
     code = ("import ember.onnx._import_ops, onnx, ember\n"
             "from onnx import helper, TensorProto as T\n"
-            "g = helper.make_graph([helper.make_node('Relu', ['x'], ['y'])], 'g',\n"
-            "    [helper.make_tensor_value_info('x', T.FLOAT, [2])], [helper.make_tensor_value_info('y', T.FLOAT, [2])])\n"
+            "x, y = (helper.make_tensor_value_info(name, T.FLOAT, [2]) for name in 'xy')\n"
+            "g = helper.make_graph([helper.make_node('Relu', ['x'], ['y'])], 'g', [x], [y])\n"
             "print(ember.onnx.load(helper.make_model(g))(ember.tensor([-1.0, 2.0])).tolist())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -36,9 +36,9 @@ initializers are parameters under their ONNX names, so it can be fine-tuned.
 True
 """
 from ._export import build_model, export, registered_lowerings
+from ._import import load
 from ._verify import verify
 from .errors import OnnxImportError, UnsupportedExportError, UnsupportedImportError, VerificationError
-from ._import import load
 
 __all__ = ["export", "verify", "build_model", "registered_lowerings", "load", "UnsupportedExportError",
            "VerificationError", "OnnxImportError", "UnsupportedImportError"]
