@@ -18,6 +18,8 @@ from .. import return_types
 from ..autograd.function import Op
 from ._common import Tensor, tensor_method, wrap_dim
 from .reduction import expand_back, norm_dims
+from .binary_math import maximum
+from .binary_math import minimum
 
 __all__ = ["max", "min", "amax", "amin", "aminmax", "argmax", "argmin"]
 
@@ -157,12 +159,10 @@ def _public(name, fn, doc):
 
 
 def _maximum(a, b):
-    from .binary_math import maximum
     return maximum(a, b)
 
 
 def _minimum(a, b):
-    from .binary_math import minimum
     return minimum(a, b)
 
 

@@ -20,6 +20,7 @@ import math
 from .. import return_types
 from ..autograd.function import Op
 from ._common import Tensor, tensor_method, wrap_dim
+from .creation import full
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "unique"]
 
@@ -189,7 +190,6 @@ def _median(name, whole, along, result, input, dim, keepdim):
     _check_sortable(name, input)
     if dim is None:
         if input.numel() == 0:
-            from .creation import full
             return full((), math.nan, dtype=input.dtype, device=input.device)
         return whole.apply(input.reshape(-1), dim=0, keepdim=False)[0]
     if input.ndim == 0:

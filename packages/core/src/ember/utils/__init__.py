@@ -1,0 +1,2 @@
+"""Small utilities shared by ember's distributions (``ember.utils.hooks``: the handle every ``register_*hook``
+returns)."""
