@@ -42,14 +42,15 @@ def __getattr__(name):
             dist = {"optim": "nn", "onnx": "core[onnx]"}.get(name, name)
             raise AttributeError(f"module 'ember' has no attribute {name!r}: install ember-{dist} "
                                  f"(`pip install ember-{dist}`) to get ember.{name}") from None
-    if _importlib_util.find_spec(f"ember.{name}") is not None:
-        # a submodule not imported yet (``ember.linalg``, or ``from . import _plugins`` inside the core while
-        # it loads): import just that module
-        return _importlib.import_module(f"ember.{name}")
-    if not _loaded and (not name.startswith("_") or name == "__version__"):
+    private = name.startswith("_") and name != "__version__"
+    if not _loaded and not private:
         _load()
         if name in globals():
             return globals()[name]
+    # a submodule not imported yet: a private one (``from . import _plugins`` inside the core, which must not
+    # load the whole core) or one the core does not import itself (``ember.hookspecs``)
+    if _importlib_util.find_spec(f"ember.{name}") is not None:
+        return _importlib.import_module(f"ember.{name}")
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 

@@ -12,7 +12,7 @@ import importlib.metadata
 
 import pluggy
 
-from . import hookspecs
+import ember.hookspecs as hookspecs  # not ``from . import``: that would look the name up on ember first
 from .errors import PluginError
 
 hookimpl = pluggy.HookimplMarker("ember")

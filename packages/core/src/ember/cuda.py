@@ -11,7 +11,7 @@ True
 """
 from __future__ import annotations
 
-from . import memory as _memory
+import ember.memory as _memory  # not ``from . import``: that would look the name up on ember first
 from ._device import device as _device
 from ._plugins import backends as _backends
 from .random import default_generator_for

@@ -17,17 +17,13 @@ from __future__ import annotations
 
 import math
 
-from .. import return_types
+from ..return_types import kthvalue as KthvalueResult, median as MedianResult, nanmedian as NanmedianResult
+from ..return_types import sort as SortResult, topk as TopkResult
 from ..autograd.function import Op
 from ._common import Tensor, tensor_method, wrap_dim
 from .creation import full
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "unique"]
-
-SortResult = return_types.sort
-TopkResult = return_types.topk
-KthvalueResult = return_types.kthvalue
-MedianResult, NanmedianResult = return_types.median, return_types.nanmedian
 
 
 def _argsort(xp, a, axis, descending):
