@@ -1,7 +1,7 @@
 """The names of the top-level ``ember`` namespace, imported in the order the core needs.
 
-``ember/__init__.py`` copies them into ``ember`` on first use of any of them (or on the first import
-of a core submodule), so that ``import ember.tune`` or another sibling stays cheap until ember is used.
+``ember/__init__.py`` copies them into ``ember`` on first use of any of them, so that ``import ember.tune``
+or another sibling stays cheap until ember is used.
 
 >>> import ember
 >>> ember.float32, ember.Size([2, 3])
@@ -18,8 +18,8 @@ from ._dtype import *  # noqa: F401,F403
 from ._dtype import bool_  # noqa: F401
 from ._device import device  # noqa: F401
 from ._size import Size  # noqa: F401
-from . import autograd  # noqa: F401  (before _tensor: autograd's modules import it)
 from ._tensor import Tensor, is_tensor  # noqa: F401
+from . import autograd  # noqa: F401
 from .errors import EmberError, DeviceMismatchError, PluginError, UnsupportedOpError  # noqa: F401
 from ._plugins import hookimpl, register_plugin, unregister_plugin, list_backends, get_plugin_manager  # noqa
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,  # noqa: F401

@@ -8,6 +8,8 @@ device(type='cpu', index=1)
 """
 from __future__ import annotations
 
+from . import _plugins
+
 __all__ = ["device"]
 
 _INTERNED: dict = {}
@@ -59,8 +61,7 @@ class device:
         """The backend object that runs this device's arrays."""
         b = self._backend
         if b is None:
-            from ._plugins import get_backend
-            b = self._backend = get_backend(self.type)
+            b = self._backend = _plugins.get_backend(self.type)
             b.check_device(self)
         return b
 
@@ -96,3 +97,14 @@ def as_device(d) -> device:
 
 
 _CPU = device("cpu")
+
+
+def forget_backends(device_type: str | None = None) -> None:
+    """Make the devices (of ``device_type``, or all) look their backend up again on next use: plugins or the
+    number of devices changed."""
+    for dev in _INTERNED.values():
+        if device_type is None or dev.type == device_type:
+            dev._backend = None
+
+
+_plugins.on_change(forget_backends)

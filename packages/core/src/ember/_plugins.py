@@ -12,7 +12,7 @@ import importlib.metadata
 
 import pluggy
 
-from . import hookspecs
+import ember.hookspecs as hookspecs  # not ``from . import``: that would look the name up on ember first
 from .errors import PluginError
 
 hookimpl = pluggy.HookimplMarker("ember")
@@ -166,12 +166,19 @@ def onnx_lowerings() -> dict:
     return {op: f for op, (f, _) in _collect("the ONNX lowering of op {key}", "ember_onnx_lowerings").items()}
 
 
+_listeners: list = []
+
+
+def on_change(callback):
+    """Call ``callback()`` whenever a plugin is registered or unregistered (to drop what was looked up from the
+    plugins before: devices' backends, ops' kernels)."""
+    _listeners.append(callback)
+    return callback
+
+
 def _clear_caches():
-    from ._device import _INTERNED
     backends.cache_clear()
     op_kernels.cache_clear()
     onnx_lowerings.cache_clear()
-    for dev in _INTERNED.values():
-        dev._backend = None
-    from .autograd.function import clear_kernel_cache
-    clear_kernel_cache()
+    for callback in _listeners:
+        callback()

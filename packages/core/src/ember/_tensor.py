@@ -13,14 +13,16 @@ tensor([[1., 2.]], requires_grad=True)
 """
 from __future__ import annotations
 
+import numbers
 import weakref
 
 import numpy as np
 
 from . import _dtype as dt
+from ._device import as_device
 from ._size import Size
-from .autograd.hooks import add_hook
-from .autograd.node import AccumulateGrad
+from ._tensor_str import tensor_repr
+from .utils.hooks import add_hook
 
 __all__ = ["Tensor", "is_tensor"]
 
@@ -49,7 +51,6 @@ class Tensor:
     _pinned = False       # set on a tensor that ``pin_memory()`` made in page-locked host memory
 
     def __new__(cls, *args, device=None):
-        from .ops.creation import legacy_tensor_data
         return cls._make(*legacy_tensor_data(args, device))
 
     # -- construction (internal) ----------------------------------------------
@@ -289,12 +290,6 @@ class Tensor:
         self._requires_grad = False
         return self
 
-    def _grad_accumulator(self):
-        acc = self._grad_acc
-        if acc is None:
-            acc = self._grad_acc = AccumulateGrad(self)
-        return acc
-
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf tensor after backward (leaves always keep it)."""
         if not self._requires_grad:
@@ -416,8 +411,9 @@ class Tensor:
         return id(self)
 
     def __repr__(self):
-        from ._tensor_str import tensor_repr
-        return tensor_repr(self)
+        cls = type(self)
+        # a Parameter prints as a plain tensor (its module adds "Parameter containing:"), a user subclass by name
+        return tensor_repr(self, "tensor" if cls is Tensor or cls.__name__ == "Parameter" else cls.__name__)
 
     def __format__(self, spec):
         if self._data.ndim == 0 and spec:
@@ -475,3 +471,50 @@ def is_tensor(obj) -> bool:
     """True if ``obj`` is an ember Tensor (or a subclass such as Parameter)."""
     return isinstance(obj, Tensor)
 
+
+
+def size_from_args(size, fn="zeros") -> tuple:
+    """``(2, 3)``, ``((2, 3),)`` or ``([2, 3],)`` as a shape tuple, with a clear error otherwise."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    out = []
+    for s in size:
+        if isinstance(s, Tensor):
+            s = s.item()
+        if not isinstance(s, numbers.Integral) or isinstance(s, bool):
+            raise TypeError(f"{fn}(): argument 'size' must be a tuple of ints, but found element of type "
+                            f"{type(s).__name__}")
+        if s < 0:
+            raise RuntimeError(f"{fn}(): Trying to create tensor with negative dimension {s}: {list(size)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def to_numpy_data(data):
+    """``data`` (a tensor, nested sequences that may hold tensors, a NumPy array or scalar) as a NumPy array."""
+    if isinstance(data, Tensor):
+        return data.detach().numpy(force=True)
+    if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
+        return np.stack([to_numpy_data(x) for x in data])
+    try:
+        return np.asarray(data)
+    except ValueError as exc:
+        raise ValueError(f"could not make a tensor from {type(data).__name__}: {exc} "
+                         "(nested sequences must have equal lengths)") from None
+
+
+def legacy_tensor_data(args, device, dtype=dt.float32):
+    """``ember.Tensor(data)`` (a copy of data as ``dtype``) or ``ember.Tensor(2, 3)`` (uninitialised): the
+    array, device and dtype of the new tensor."""
+    device = as_device(device)
+    backend = device.backend
+    if not args:
+        data = backend.xp.empty((0,), dtype=backend.native_dtype(dtype))
+    elif all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args) or \
+            (len(args) == 1 and isinstance(args[0], Size)):
+        data = backend.xp.empty(size_from_args(args, "Tensor"), dtype=backend.native_dtype(dtype))
+    elif len(args) == 1:
+        data = backend.asarray(to_numpy_data(args[0]), dtype, device)
+    else:
+        raise TypeError(f"Tensor(): expected sizes (ints) or one data argument, got {args!r}")
+    return data, device, dtype

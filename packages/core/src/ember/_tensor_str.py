@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import _dtype as dt
+
 __all__ = ["set_printoptions", "get_printoptions", "printoptions"]
 
 
@@ -210,12 +212,10 @@ def _with_suffixes(body: str, suffixes, indent: int) -> str:
     return "".join(out)
 
 
-def tensor_repr(t) -> str:
-    """``repr(t)`` and ``str(t)``: ``tensor([1., 2.], requires_grad=True)`` and so on, as PyTorch prints."""
-    from . import _dtype as dt
-    from ._tensor import Tensor
-    plain = type(t) is Tensor or type(t).__name__ == "Parameter"
-    prefix = "tensor(" if plain else type(t).__name__ + "("
+def tensor_repr(t, name: str = "tensor") -> str:
+    """``repr(t)`` and ``str(t)``: ``tensor([1., 2.], requires_grad=True)`` and so on, as PyTorch prints
+    (``name`` is what stands before the parenthesis)."""
+    prefix = name + "("
     indent = len(prefix)
     suffixes = []
     dev = t._device

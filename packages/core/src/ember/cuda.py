@@ -11,9 +11,10 @@ True
 """
 from __future__ import annotations
 
-from . import memory as _memory
+import ember.memory as _memory  # not ``from . import``: that would look the name up on ember first
 from ._device import device as _device
 from ._plugins import backends as _backends
+from .random import default_generator_for
 
 __all__ = ["is_available", "device_count", "current_device", "get_device_name", "synchronize", "empty_cache",
            "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "memory_reserved",
@@ -96,12 +97,10 @@ def memory_reserved(device=None) -> int:
 def manual_seed(seed) -> None:
     """Seed the current CUDA device's generator (silently ignored without CUDA, as in PyTorch)."""
     if is_available():
-        from .random import default_generator_for
         default_generator_for(_cuda(None)).manual_seed(seed)
 
 
 def manual_seed_all(seed) -> None:
     if is_available():
-        from .random import default_generator_for
         for i in range(device_count()):
             default_generator_for(_cuda(i)).manual_seed(seed)

@@ -22,6 +22,9 @@ import secrets
 import numpy as np
 
 from ._device import as_device
+from .ops.creation import from_numpy
+from ._dtype import uint8
+from ._tensor import Tensor
 
 __all__ = ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "fork_rng",
            "default_generator"]
@@ -104,14 +107,11 @@ class Generator:
 
     def get_state(self):
         """The generator's state as a 1-D ``ember.uint8`` tensor (give it to :meth:`set_state`)."""
-        from .ops.creation import from_numpy
         raw = self._seed.to_bytes(8, "little") + bytes(self._device.backend.rng_get_state(self.rng))
         return from_numpy(np.frombuffer(raw, dtype=np.uint8).copy())
 
     def set_state(self, new_state):
         """Restore a state from :meth:`get_state`; returns ``self``."""
-        from ._dtype import uint8
-        from ._tensor import Tensor
         if not isinstance(new_state, Tensor):
             raise TypeError(f"expected an ember.ByteTensor (a uint8 tensor from get_state()), "
                             f"but got {type(new_state).__name__}")

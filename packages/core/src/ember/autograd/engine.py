@@ -11,7 +11,7 @@ import heapq
 
 from . import anomaly
 from .grad_mode import STATE
-from .node import AccumulateGrad
+from .node import AccumulateGrad, grad_accumulator
 
 
 def _root_edge(t, i):
@@ -19,7 +19,7 @@ def _root_edge(t, i):
         raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
     if t.grad_fn is not None:
         return t.grad_fn, t._output_nr
-    return t._grad_accumulator(), 0
+    return grad_accumulator(t), 0
 
 
 def _needed_nodes(roots, targets):
@@ -69,7 +69,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
         for i, t in enumerate(inputs):
             if not t._requires_grad:
                 raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require grad")
-            edge = (t.grad_fn, t._output_nr) if t.grad_fn is not None else (t._grad_accumulator(), 0)
+            edge = (t.grad_fn, t._output_nr) if t.grad_fn is not None else (grad_accumulator(t), 0)
             capture.setdefault(edge, []).append(i)
         needed = _needed_nodes(roots, {n for n, _ in capture})
     buffers: dict = {}

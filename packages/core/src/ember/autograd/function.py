@@ -30,7 +30,7 @@ from .._tensor import Tensor
 from ..errors import DeviceMismatchError, UnsupportedOpError
 from . import anomaly
 from .grad_mode import STATE, no_grad
-from .node import FREED_MSG, Node, _seq, _version_error
+from .node import FREED_MSG, Node, _seq, _version_error, grad_accumulator
 
 __all__ = ["Op", "Function", "FunctionCtx"]
 
@@ -42,6 +42,7 @@ TRACE = None
 new_ctx = object.__new__
 
 
+@_plugins.on_change
 def clear_kernel_cache() -> None:
     for cls in _OP_CLASSES:
         cls._kernels = {}
@@ -55,7 +56,7 @@ def _edge(t):
     if fn is not None:
         return (fn, t._output_nr)
     if t._requires_grad:
-        return (t._grad_accumulator(), 0)
+        return (grad_accumulator(t), 0)
     return (None, 0)
 
 
@@ -107,9 +108,15 @@ def _refresh_view(t):
     t._vv = t._vc[0]
     base = t._base
     if t._view_of is not None and base._requires_grad:
-        from ..ops.view import replay_view
         fresh = replay_view(base, t._view_of)
         t.grad_fn, t._requires_grad, t._output_nr = fresh.grad_fn, True, 0
+
+
+def replay_view(t, view_of):
+    """Apply the view recorded in ``view_of`` (a tensor's ``_view_of``) to ``t``, which has the base's shape."""
+    if len(view_of) == 3:
+        t = replay_view(t, view_of[2])
+    return view_of[0].apply(t, **view_of[1])
 
 
 def device_mismatch(op_name, a, b) -> DeviceMismatchError:
@@ -360,9 +367,9 @@ class _HeldOutputs:
 
 
 def _zeros(meta):
-    from .. import zeros
     shape, dtype, device = meta
-    return zeros(shape, dtype=dtype, device=device)
+    backend = device.backend
+    return Tensor._make(backend.xp.zeros(shape, dtype=backend.native_dtype(dtype)), device, dtype)
 
 
 class FunctionCtx(Node):

@@ -7,13 +7,23 @@ True
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .._tensor import Tensor
+from .gradients import grad
 
 
 class GradcheckError(RuntimeError):
     """Analytical and numerical derivatives disagree."""
+
+
+def _from_numpy(arr, like, requires_grad=False):
+    """A new tensor holding ``arr`` with ``like``'s dtype and device."""
+    device, dtype = like.device, like.dtype
+    t = Tensor._make(device.backend.asarray(arr, dtype, device), device, dtype)
+    return t.requires_grad_(requires_grad)
 
 
 def _outputs(fn, inputs):
@@ -23,7 +33,6 @@ def _outputs(fn, inputs):
 
 def _numerical_jacobian(fn, inputs, i, eps):
     """d(all outputs, flattened)/d(input i), by central differences on a float64 copy."""
-    from ..ops.creation import tensor
     x = inputs[i]
     base = np.array(x.detach().numpy(force=True), copy=True)
 
@@ -31,7 +40,7 @@ def _numerical_jacobian(fn, inputs, i, eps):
         arr = base.copy()
         arr.reshape(-1)[k] += delta
         args = list(inputs)
-        args[i] = tensor(arr, dtype=x.dtype, device=x.device, requires_grad=x.requires_grad)
+        args[i] = _from_numpy(arr, x, x.requires_grad)
         return [o.detach().numpy(force=True).astype(np.float64).ravel() for o in _outputs(fn, args)]
 
     cols = []
@@ -44,8 +53,6 @@ def _numerical_jacobian(fn, inputs, i, eps):
 
 
 def _analytical_jacobians(fn, inputs, diff):
-    from . import grad
-    from ..ops.creation import tensor
     outs = _outputs(fn, inputs)
     sizes = [o.numel() for o in outs]
     rows = {i: [] for i in diff}
@@ -53,7 +60,7 @@ def _analytical_jacobians(fn, inputs, diff):
         for k in range(sizes[oi]):
             onehot = np.zeros(sizes[oi])
             onehot[k] = 1
-            go = tensor(onehot.reshape(tuple(o.shape)), dtype=o.dtype, device=o.device)
+            go = _from_numpy(onehot.reshape(tuple(o.shape)), o)
             if not o.requires_grad:
                 for i in diff:
                     rows[i].append(np.zeros(inputs[i].numel()))
@@ -77,7 +84,6 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         raise ValueError("gradcheck expects at least one input tensor with requires_grad=True")
     for i in diff:
         if inputs[i].dtype.name != "float64":
-            import warnings
             warnings.warn(f"gradcheck: input {i} is {inputs[i].dtype}, not float64; the check may be imprecise",
                           stacklevel=2)
     analytical = _analytical_jacobians(func, inputs, diff)
@@ -95,15 +101,11 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
                   **_ignored):
     """Check second derivatives: gradcheck of ``v -> d(func)/d(inputs) . v`` built with ``create_graph``."""
-    from . import grad
-    from ..ops.creation import tensor
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     outs = _outputs(func, inputs)
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = tuple(tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, device=o.device,
-                                     requires_grad=True)
-                             for o in outs)
+        grad_outputs = tuple(_from_numpy(rng.standard_normal(tuple(o.shape)), o, True) for o in outs)
     grad_outputs = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
     n = len(inputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]

@@ -12,7 +12,7 @@ from sys import getrefcount
 
 from numpy import ndarray
 
-from .hooks import add_hook
+from ..utils.hooks import add_hook
 
 _seq = itertools.count()
 
@@ -105,6 +105,14 @@ def _version_error(node, t, expected) -> str:
     return (f"one of the variables needed for gradient computation has been modified by an inplace operation: "
             f"[{kind}]{origin} is at version {t._vc[0]}; expected version {expected} instead "
             f"(saved by {node.name()}). Hint: avoid the in-place change, or clone() the tensor before it.")
+
+
+def grad_accumulator(leaf) -> "AccumulateGrad":
+    """The leaf tensor's :class:`AccumulateGrad` node, made on first use and kept on the leaf."""
+    acc = leaf._grad_acc
+    if acc is None:
+        acc = leaf._grad_acc = AccumulateGrad(leaf)
+    return acc
 
 
 class AccumulateGrad(Node):

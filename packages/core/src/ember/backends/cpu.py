@@ -16,7 +16,9 @@ import os
 import numpy as np
 
 from .. import _dtype as dt
+from .._device import forget_backends
 from .._plugins import hookimpl
+from . import cpu_kernels
 from .backend import Backend
 from .numpy_namespace import xp
 
@@ -55,10 +57,7 @@ class CPUBackend(Backend):
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"the number of logical CPU devices must be a positive int, got {n!r}")
         self._count = n
-        from .._device import _INTERNED
-        for dev in _INTERNED.values():  # devices re-check that they exist on next use
-            if dev.type == self.name:
-                dev._backend = None
+        forget_backends(self.name)  # devices re-check that they exist on next use
 
     def native_dtype(self, dtype):
         return _DTYPES[dtype]
@@ -102,5 +101,4 @@ def ember_op_kernels(backend):
     """The NumPy kernels that beat an op's array-API forward (strided windows for convolution and pooling)."""
     if backend.name != "cpu":
         return {}
-    from .cpu_kernels import kernels
-    return kernels()
+    return cpu_kernels.kernels()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
+from ..ops.creation import tensor
 
 
 class LinAlgError(RuntimeError):
@@ -34,7 +35,6 @@ def check_float(fn, A):
 
 def const(like, array):
     """A constant tensor (no gradient) on ``like``'s device from a NumPy array, in ``like``'s dtype."""
-    from ..ops.creation import tensor
     return tensor(array, dtype=like.dtype, device=like.device)
 
 

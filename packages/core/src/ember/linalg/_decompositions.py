@@ -9,16 +9,13 @@ meaningful for functions that do not depend on the sign of the vectors.
 """
 from __future__ import annotations
 
-from .. import return_types
+from ..return_types import linalg_eigh as EighResult, linalg_qr as QRResult, linalg_svd as SVDResult
 from ..autograd.function import Op
 from ._checks import BACKEND_ERRORS, LinAlgError, check_matrix, column_selector, diag_embed, eye_like, tril_mask
 from ._inverse import solve
 
 __all__ = ["cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals"]
 
-QRResult = return_types.linalg_qr
-EighResult = return_types.linalg_eigh
-SVDResult = return_types.linalg_svd
 
 
 def _sym(x):

@@ -1,7 +1,7 @@
 """``inv``, ``det``, ``slogdet`` and ``solve`` (with the top-level ``inverse``, ``det``, ``slogdet``)."""
 from __future__ import annotations
 
-from .. import return_types
+from ..return_types import linalg_slogdet as SlogdetResult
 from ..autograd.function import Op
 from ..ops._common import Tensor, sum_to, tensor_method
 from ..ops.matmul import broadcast_batch
@@ -9,7 +9,6 @@ from ._checks import BACKEND_ERRORS, LinAlgError, check_matrix
 
 __all__ = ["inv", "det", "slogdet", "solve"]
 
-SlogdetResult = return_types.linalg_slogdet
 
 
 class LinalgInvEx(Op):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .. import _dtype as dt
 from .._tensor import Tensor, _wrap_dim
+from ..autograd.function import Op
 
 __all__ = ["tensor_method", "promote", "sum_to", "cast_scalar", "wrap_dim", "Tensor"]
 
@@ -28,8 +29,6 @@ def array_op(name: str, xp_function: str):
     For the tables of comparisons and bit operations, where each op is just a
     call into the array namespace.
     """
-    from ..autograd.function import Op
-
     def forward(ctx, xp, *arrays):
         return getattr(xp, xp_function)(*arrays)
     return type(name, (Op,), {"forward": staticmethod(forward), "__doc__": f"``xp.{xp_function}``"})

@@ -22,6 +22,7 @@ import string
 
 from ..autograd.function import Op
 from ._common import Tensor
+from .creation import eye, ones
 
 __all__ = ["einsum"]
 
@@ -46,7 +47,6 @@ class Einsum(Op):
 
 def _operand_grad(ctx, g, operands, i):
     """d(sum(g * einsum(...)))/d(operand i): an einsum of ``g`` with the other operands."""
-    from .creation import eye, ones
     terms, sizes = ctx.terms, ctx.sizes
     in_terms = [ctx.out] + [t for j, t in enumerate(terms) if j != i]
     inputs = [g] + [op for j, op in enumerate(operands) if j != i]

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..random import Generator, default_generator_for
+from .creation import zeros
 
 _C_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
             "int64": "long int"}
@@ -83,6 +84,18 @@ def check_int_range(low: int, high: int, dtype) -> None:
 
 def zero_grads(g, shapes):
     """Zero gradients of the given shapes (random draws do not depend on their parameters' values)."""
-    from .creation import zeros
     out = tuple(zeros(s, dtype=g.dtype, device=g.device) for s in shapes)
     return out if len(out) > 1 else out[0]
+
+
+def check_probabilities(p: Tensor) -> None:
+    """Raise PyTorch's error unless every value of ``p`` lies in [0, 1] (NaN does not)."""
+    data = p._data
+    if not bool(p._device.backend.xp.all((data >= 0) & (data <= 1))):
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false. "
+                           "(bernoulli: every probability must lie in [0, 1])")
+
+
+def check_p(name: str, p) -> None:
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"{name} expects p to be in [0, 1], but got p={p:g}")

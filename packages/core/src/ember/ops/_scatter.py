@@ -9,6 +9,7 @@ exact); PyTorch leaves which value wins undefined too.
 from __future__ import annotations
 
 from ..errors import UnsupportedOpError
+from .._plugins import backends
 
 
 def _at(xp, ufunc_name):
@@ -17,7 +18,6 @@ def _at(xp, ufunc_name):
 
 def _backend_name(xp):
     """The name of the registered backend whose array namespace is ``xp`` (for error messages)."""
-    from .._plugins import backends
     return next((name for name, (backend, _) in backends().items() if backend.xp is xp), getattr(xp, "__name__", xp))
 
 

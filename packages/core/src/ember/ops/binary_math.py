@@ -16,6 +16,8 @@ import operator
 from .. import _dtype as dt
 from ..autograd.function import Op
 from ._common import Tensor, promote, sum_to, tensor_method
+from .pointwise import not_implemented_for
+from .creation import full
 
 __all__ = ["maximum", "minimum", "fmax", "fmin", "atan2", "arctan2", "lerp", "clamp", "clip",
            "clamp_min", "clamp_max"]
@@ -215,7 +217,6 @@ def lerp(input, end, weight):
             raise RuntimeError(f"expected dtype {_c_name(input._dtype)} for `{name}` but got dtype "
                                f"{_c_name(t._dtype)}")
     if input._dtype.category < 2:
-        from .pointwise import not_implemented_for
         raise not_implemented_for("lerp", input._dtype)
     if isinstance(weight, Tensor):
         return Lerp.apply(input, end, weight)
@@ -307,7 +308,6 @@ clip = clamp
 
 
 def _full_like_scalar(value, dtype, device):
-    from .creation import full
     return full((), value, dtype=dtype, device=device)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..autograd.function import Op
 from ._common import Tensor, array_op, promote
+from .pointwise import SCALAR_NAMES
 
 __all__ = ["eq", "ne", "gt", "ge", "lt", "le", "greater", "greater_equal", "less", "less_equal", "not_equal",
            "isclose", "allclose", "equal"]
@@ -87,7 +88,6 @@ class IsClose(Op):
 
 
 def _dtype_name(d):
-    from .pointwise import SCALAR_NAMES
     return SCALAR_NAMES[d.name]
 
 

@@ -16,29 +16,13 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._device import as_device
+from .._tensor import legacy_tensor_data, size_from_args, to_numpy_data
 from ._common import Tensor
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
            "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace", "eye", "scalar_tensor",
            "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor", "ShortTensor",
            "IntTensor", "LongTensor", "BoolTensor"]
-
-
-def size_from_args(size, fn="zeros") -> tuple:
-    """``(2, 3)``, ``((2, 3),)`` or ``([2, 3],)`` as a shape tuple, with a clear error otherwise."""
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = tuple(size[0])
-    out = []
-    for s in size:
-        if isinstance(s, Tensor):
-            s = s.item()
-        if not isinstance(s, numbers.Integral) or isinstance(s, bool):
-            raise TypeError(f"{fn}(): argument 'size' must be a tuple of ints, but found element of type "
-                            f"{type(s).__name__}")
-        if s < 0:
-            raise RuntimeError(f"{fn}(): Trying to create tensor with negative dimension {s}: {list(size)}")
-        out.append(int(s))
-    return tuple(out)
 
 
 def _finish(data, device, dtype, requires_grad, pin_memory=False):
@@ -74,18 +58,6 @@ def _bad_dtype(npd):
                     "float16, bfloat16, int64, int32, int16, int8, uint8, and bool.")
 
 
-def _to_numpy_data(data):
-    if isinstance(data, Tensor):
-        return data.detach().numpy(force=True)
-    if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
-        return np.stack([_to_numpy_data(x) for x in data])
-    try:
-        return np.asarray(data)
-    except ValueError as exc:
-        raise ValueError(f"could not make a tensor from {type(data).__name__}: {exc} "
-                         "(nested sequences must have equal lengths)") from None
-
-
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of ``data``; the dtype is inferred (ints -> int64, floats -> float32).
 
@@ -94,7 +66,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     ember.int64
     """
     device = as_device(device)
-    arr = _to_numpy_data(data)
+    arr = to_numpy_data(data)
     if dtype is None:
         dtype = data._dtype if isinstance(data, Tensor) else _infer_dtype(data, arr)
     backend = device.backend
@@ -248,23 +220,6 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
     backend = device.backend
     data = backend.xp.eye(n, m if m is not None else n, dtype=backend.native_dtype(dtype))
     return _finish(data, device, dtype, requires_grad)
-
-
-def legacy_tensor_data(args, device, dtype=dt.float32):
-    """``ember.Tensor(data)`` (a copy of data as ``dtype``) or ``ember.Tensor(2, 3)`` (uninitialised)."""
-    device = as_device(device)
-    backend = device.backend
-    if not args:
-        data = backend.xp.empty((0,), dtype=backend.native_dtype(dtype))
-    elif all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args) or \
-            (len(args) == 1 and isinstance(args[0], tuple) and all(isinstance(a, int) for a in args[0])
-             and type(args[0]).__name__ == "Size"):
-        data = backend.xp.empty(size_from_args(args, "Tensor"), dtype=backend.native_dtype(dtype))
-    elif len(args) == 1:
-        data = backend.asarray(_to_numpy_data(args[0]), dtype, device)
-    else:
-        raise TypeError(f"Tensor(): expected sizes (ints) or one data argument, got {args!r}")
-    return data, device, dtype
 
 
 class _LegacyTensorType(type):

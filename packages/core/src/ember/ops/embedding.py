@@ -19,6 +19,7 @@ from ..autograd.grad_mode import no_grad
 from ._common import Tensor
 from .gather import IndexAdd
 from .shape import where
+from .creation import arange, ones, zeros
 
 __all__ = ["embedding", "one_hot"]
 
@@ -37,7 +38,6 @@ class Embedding(Op):
 
     @staticmethod
     def backward(ctx, g):
-        from .creation import arange, ones, zeros
         flat = ctx.flat
         shape = (ctx.rows,) + tuple(g.shape[g.ndim - 1:])
         g_rows = g.reshape((flat.shape[0],) + shape[1:])

@@ -20,6 +20,10 @@ from ..autograd.function import Op
 from ._common import Tensor, tensor_method, wrap_dim
 from ._scatter import add_rows, along_dim_index, mul_rows, put_rows
 from .indexing import _cast_scalar
+from .conversion import move_array
+from .slicing import BasicIndexBackward
+from .creation import full
+from .creation import zeros
 
 __all__ = ["index_select", "gather", "take_along_dim", "scatter", "scatter_add", "index_add"]
 
@@ -54,7 +58,6 @@ class IndexSelect(Op):
 
     @staticmethod
     def backward(ctx, g):
-        from .creation import zeros
         return IndexAdd.apply(zeros(ctx.shape, dtype=g.dtype, device=g.device), g, index=ctx.index, dim=ctx.dim)
 
 
@@ -129,7 +132,6 @@ def index_add(input, dim, index, source, *, alpha=1):
 def _same_device(index, like):
     if index._device.key == like._device.key:
         return index._data
-    from .conversion import move_array
     return move_array(index._data, index._device, like._device)
 
 
@@ -142,7 +144,6 @@ class Gather(Op):
 
     @staticmethod
     def backward(ctx, g):
-        from .creation import zeros
         return ScatterAdd.apply(zeros(ctx.shape, dtype=g.dtype, device=g.device), g, index=ctx.index, dim=ctx.dim)
 
 
@@ -192,7 +193,6 @@ class Scatter(ScatterAdd):
 
 def _pad_to(g, shape):
     """``g`` placed at the start of zeros of ``shape`` (the adjoint of narrowing to ``g``'s shape)."""
-    from .slicing import BasicIndexBackward
     return BasicIndexBackward.apply(g, key=tuple(slice(0, n) for n in g.shape), shape=tuple(shape))
 
 
@@ -316,7 +316,6 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
         return ScatterValue.apply(input, index=idx, dim=d, value=_cast_scalar(src, input))
     if reduce == "add":
         if not is_tensor_src:
-            from .creation import full
             src = full(tuple(index.shape), src, dtype=input._dtype, device=input._device)
         return ScatterAdd.apply(input, src, index=idx, dim=d)
     if reduce == "multiply":

@@ -24,6 +24,7 @@ from ..autograd.function import Op
 from ._common import Tensor, cast_scalar, tensor_method
 from ._scatter import add_rows, put_rows
 from .slicing import index_view
+from .creation import zeros
 
 __all__ = ["index_put", "masked_select", "take"]
 
@@ -84,7 +85,6 @@ class Index(Op):
 
     @staticmethod
     def backward(ctx, g):
-        from .creation import zeros
         base = zeros(ctx.shape, dtype=g.dtype, device=g.device)
         return IndexPut.apply(base, g, plan=ctx.plan, accumulate=True)
 

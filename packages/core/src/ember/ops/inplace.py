@@ -21,15 +21,18 @@ from __future__ import annotations
 import operator
 
 from ..autograd import function as _function
-from ..autograd.function import Op, _edge
+from ..autograd.function import Op, _edge, replay_view
 from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.node import Node, _seq
 from ._common import Tensor, cast_scalar, sum_to, tensor_method
+from .binary_math import clamp
 from .gather import index_add, scatter, scatter_add
 from .indexing import index_put, make_plan, put_advanced, split_key
 from .shape import masked_fill
 from .slicing import index_view
-from .view import _byte_strides, replay_view
+from .view import _byte_strides
+from .creation import tensor
+from .creation import ones
 
 __all__ = ["apply_inplace", "fill_", "zero_", "clamp_", "index_put_"]  # torch.fill_(t, v) etc. exist too
 
@@ -57,7 +60,6 @@ class CopySlices(Node):
         if self.needs_input_grad[1]:
             gs = replay_view(g, self.view_of)
         if self.needs_input_grad[0]:
-            from .creation import ones
             keep = ones(self.shape, dtype=g.dtype, device=g.device)
             with no_grad():
                 replay_view(keep, self.view_of)._data[...] = 0
@@ -301,8 +303,7 @@ def div_(self, other, *, rounding_mode=None):
 @tensor_method()
 def clamp_(self, min=None, max=None):  # noqa: A002 - PyTorch's names
     """Clamp ``self`` into ``[min, max]`` in place."""
-    import ember
-    return apply_inplace(self, lambda cur: ember.clamp(cur, min, max), _tensors(min, max), saves_self=True)
+    return apply_inplace(self, lambda cur: clamp(cur, min, max), _tensors(min, max), saves_self=True)
 
 
 # -- indexed writes --------------------------------------------------------------------
@@ -356,11 +357,9 @@ def _setitem(self, key, value):
         elif isinstance(value, (int, float, bool)):
             fill_(target, value)
         else:
-            from .creation import tensor
             copy_(target, tensor(value, dtype=self._dtype, device=self._device))
         return
     if not isinstance(value, (Tensor, int, float, bool)):
-        from .creation import tensor
         value = tensor(value, dtype=self._dtype, device=self._device)
     plan = make_plan(target, adv)
     apply_inplace(target, lambda cur: put_advanced(cur, plan, value, False), _tensors(value))

@@ -31,6 +31,7 @@ import numpy as np
 from ._common import Tensor
 from ._resample import AxisMap, Resample
 from .pointwise import not_implemented_for
+from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 
 __all__ = ["interpolate"]
 
@@ -168,7 +169,6 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise RuntimeError(f"Non-empty {input.ndim}D data tensor expected but got a tensor with sizes "
                            f"{list(input.shape)}")
     if mode == "area":
-        from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
         return (adaptive_avg_pool1d if nd == 1 else adaptive_avg_pool2d)(input, sizes)
     category = input._dtype.category
     if category == 0 or (mode in _LINEAR and category < 2):

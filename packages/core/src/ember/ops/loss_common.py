@@ -11,6 +11,8 @@ import math
 import sys
 import warnings
 
+import ember
+
 from ..autograd.grad_mode import STATE
 from ._common import Tensor, promote
 from .pointwise import SCALAR_NAMES, not_implemented_for
@@ -22,7 +24,6 @@ REDUCTIONS = ("none", "mean", "sum")
 
 def warn_at_caller(message: str, category=UserWarning) -> None:
     """Warn, attributed to the first frame outside ember (the user's line, shown once per line)."""
-    import ember
     roots = tuple(p.rstrip("/\\") + "/" for p in ember.__path__)
     frame, level = sys._getframe(1), 1
     while frame is not None and frame.f_code.co_filename.replace("\\", "/").startswith(roots):

@@ -14,10 +14,12 @@ tensor([7, 5])
 """
 from __future__ import annotations
 
-from .. import return_types
+from ..return_types import aminmax as AminmaxResult, max as MaxResult, min as MinResult
 from ..autograd.function import Op
 from ._common import Tensor, tensor_method, wrap_dim
 from .reduction import expand_back, norm_dims
+from .binary_math import maximum
+from .binary_math import minimum
 
 __all__ = ["max", "min", "amax", "amin", "aminmax", "argmax", "argmin"]
 
@@ -157,16 +159,14 @@ def _public(name, fn, doc):
 
 
 def _maximum(a, b):
-    from .binary_math import maximum
     return maximum(a, b)
 
 
 def _minimum(a, b):
-    from .binary_math import minimum
     return minimum(a, b)
 
 
-max = _public("max", _extreme("max", MaxAll, MaxDim, _maximum, return_types.max),  # noqa: A001
+max = _public("max", _extreme("max", MaxAll, MaxDim, _maximum, MaxResult),  # noqa: A001
               """The largest element; with ``dim``, ``(values, indices)`` along it; with a tensor, ``maximum``.
 
     >>> import ember
@@ -176,7 +176,7 @@ max = _public("max", _extreme("max", MaxAll, MaxDim, _maximum, return_types.max)
     >>> x.max(dim=1).indices
     tensor([1, 0])
     """)
-min = _public("min", _extreme("min", MinAll, MinDim, _minimum, return_types.min),  # noqa: A001
+min = _public("min", _extreme("min", MinAll, MinDim, _minimum, MinResult),  # noqa: A001
               """The smallest element; with ``dim``, ``(values, indices)`` along it; with a tensor, ``minimum``.
 
     >>> import ember
@@ -232,9 +232,9 @@ def aminmax(input, *, dim=None, keepdim=False):
     if dim is None:
         if keepdim:
             flat_shape = (1,) * input._data.ndim
-            return return_types.aminmax(amin(input).reshape(flat_shape), amax(input).reshape(flat_shape))
-        return return_types.aminmax(amin(input), amax(input))
-    return return_types.aminmax(amin(input, dim, keepdim), amax(input, dim, keepdim))
+            return AminmaxResult(amin(input).reshape(flat_shape), amax(input).reshape(flat_shape))
+        return AminmaxResult(amin(input), amax(input))
+    return AminmaxResult(amin(input, dim, keepdim), amax(input, dim, keepdim))
 
 
 class Argmax(Op):

@@ -18,6 +18,8 @@ import math
 from .. import _dtype as dt
 from ..autograd.function import Op
 from ._common import Tensor, array_op, tensor_method
+from .shape import where
+from .creation import zeros_like
 
 __all__ = ["abs", "absolute", "sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1",
            "sin", "cos", "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh", "tanh",
@@ -151,7 +153,6 @@ def _sinc(xp, a):
 
 def _sinc_slope(a):
     """d sinc / dx: ``(cos(pi x) pi x - sin(pi x)) / (pi x^2)``, 0 at 0 (ember ops, for double backward)."""
-    from .shape import where
     zero = a == 0
     x = where(zero, 1.0, a)  # the formula only where it is finite
     px = x * math.pi
@@ -271,7 +272,6 @@ class _ZeroGrad(Op):
 
     @staticmethod
     def backward(ctx, g):
-        from .creation import zeros_like
         return zeros_like(g)
 
 
@@ -376,7 +376,6 @@ def signbit(input):
     if input._dtype.category == 2:
         return Signbit.apply(input)
     if input._dtype is dt.bool_:
-        from .creation import zeros_like
         return zeros_like(input)
     return input < 0  # integers: the array API's signbit takes floats only
 

@@ -18,8 +18,8 @@ from .. import _dtype as dt
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
 from ._common import Tensor, tensor_method
-from ._random_common import (MANTISSA_BITS, check_int_range, pick_generator, rng_to_device, standard_normal,
-                             unit_uniform, zero_grads)
+from ._random_common import (MANTISSA_BITS, check_int_range, check_p, check_probabilities, pick_generator,
+                             rng_to_device, standard_normal, unit_uniform, zero_grads)
 
 __all__: list = []
 
@@ -113,7 +113,6 @@ def exponential_(self, lambd=1.0, *, generator=None):
 @tensor_method()
 def bernoulli_(self, p=0.5, *, generator=None):
     """Fill with 0/1 samples that are 1 with probability ``p`` (a float, or a tensor broadcast to ``self``)."""
-    from .random_ops import check_p, check_probabilities
     device = self._device
     xp = device.backend.xp
     rng = pick_generator(generator, device).rng

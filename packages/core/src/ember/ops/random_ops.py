@@ -22,8 +22,8 @@ from .. import _dtype as dt
 from .._device import as_device
 from ..autograd.function import Op
 from ._common import Tensor, tensor_method
-from ._random_common import (check_int_range, float_dtype, pick_generator, rng_to_device, standard_normal,
-                             unit_uniform, zero_grads)
+from ._random_common import (check_int_range, check_p, check_probabilities, float_dtype, pick_generator,
+                             rng_to_device, standard_normal, unit_uniform, zero_grads)
 from .creation import _finish, size_from_args
 from . import random_inplace  # noqa: F401  (attaches uniform_, normal_, ... to Tensor)
 
@@ -249,19 +249,6 @@ class BernoulliScalar(_ZeroGradOp):
     def forward(ctx, xp, a, u=None, p=0.5):
         ctx.shapes = (a.shape,)
         return xp.astype(u < p, a.dtype)
-
-
-def check_probabilities(p: Tensor) -> None:
-    """Raise PyTorch's error unless every value of ``p`` lies in [0, 1] (NaN does not)."""
-    data = p._data
-    if not bool(p._device.backend.xp.all((data >= 0) & (data <= 1))):
-        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false. "
-                           "(bernoulli: every probability must lie in [0, 1])")
-
-
-def check_p(name: str, p) -> None:
-    if not 0 <= p <= 1:
-        raise RuntimeError(f"{name} expects p to be in [0, 1], but got p={p:g}")
 
 
 def bernoulli(input, p=None, *, generator=None):

@@ -36,6 +36,7 @@ from ..autograd.grad_mode import STATE
 from ._common import Tensor
 from .matmul import matmul
 from .shape import stack
+from ..autograd import grad
 
 __all__ = ["rnn_layer", "lstm_layer", "gru_layer"]
 
@@ -97,7 +98,6 @@ class _Layer(Op):
         The inputs enter the recomputation through fresh ``clone`` nodes, so the
         inner ``grad`` stops there and never runs (or frees) the outer graph.
         """
-        from ..autograd import grad
         inputs = ctx.saved_tensors
         needs = ctx.needs_input_grad
         proxies = [t.clone() if need else t for t, need in zip(inputs, needs)]

@@ -16,6 +16,7 @@ from .. import _dtype as dt
 from ..autograd.function import Op
 from ._common import Tensor, tensor_method, wrap_dim
 from .view import Expand
+from .pointwise import float_input
 
 __all__ = ["sum", "mean", "prod", "all", "any", "count_nonzero", "logsumexp", "cumsum", "cumprod"]
 
@@ -271,7 +272,6 @@ def logsumexp(input, dim, keepdim=False):
     >>> ember.logsumexp(ember.tensor([1000.0, 1000.0], dtype=ember.float64), dim=0)
     tensor(1000.6931, dtype=ember.float64)
     """
-    from .pointwise import float_input
     input = float_input(input)
     return Logsumexp.apply(input, dims=norm_dims(dim, input._data.ndim), keepdim=keepdim)
 

@@ -18,6 +18,8 @@ from ..autograd.function import Op
 from .creation import arange, tensor
 from .gather import index_select
 from ._common import Tensor, cast_scalar, promote, sum_to, tensor_method, wrap_dim
+from .creation import tensor
+from .creation import zeros
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "flip", "fliplr", "flipud", "roll",
            "tile", "repeat_interleave", "tril", "triu", "where", "nonzero", "masked_fill"]
@@ -392,7 +394,6 @@ class Where(Op):
 
     @staticmethod
     def backward(ctx, g):
-        from .creation import zeros
         need = ctx.needs_input_grad
         cond = Tensor._make(ctx.cond, g.device, dt.bool_)
         zero = zeros((), dtype=g.dtype, device=g.device)
@@ -419,7 +420,6 @@ def where(condition, input=None, other=None):
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{condition._dtype.scalar_type_name}")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-        from .creation import tensor
         dtype = dt.get_default_dtype() if isinstance(input, float) or isinstance(other, float) else None
         input = tensor(input, dtype=dtype, device=condition._device)
     a, b = promote(input, other)
@@ -452,7 +452,6 @@ def nonzero(input, *, as_tuple=False):
 
 
 def _zeros_long(n, like):
-    from .creation import zeros
     return zeros(n, dtype=dt.int64, device=like._device)
 
 
@@ -468,7 +467,6 @@ class MaskedFill(Op):
 
     @staticmethod
     def backward(ctx, g):
-        from .creation import zeros
         need = ctx.needs_input_grad
         mask = Tensor._make(ctx.mask, g.device, dt.bool_)
         zero = zeros((), dtype=g.dtype, device=g.device)

@@ -17,16 +17,13 @@ from __future__ import annotations
 
 import math
 
-from .. import return_types
+from ..return_types import kthvalue as KthvalueResult, median as MedianResult, nanmedian as NanmedianResult
+from ..return_types import sort as SortResult, topk as TopkResult
 from ..autograd.function import Op
 from ._common import Tensor, tensor_method, wrap_dim
+from .creation import full
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "unique"]
-
-SortResult = return_types.sort
-TopkResult = return_types.topk
-KthvalueResult = return_types.kthvalue
-MedianResult, NanmedianResult = return_types.median, return_types.nanmedian
 
 
 def _argsort(xp, a, axis, descending):
@@ -189,7 +186,6 @@ def _median(name, whole, along, result, input, dim, keepdim):
     _check_sortable(name, input)
     if dim is None:
         if input.numel() == 0:
-            from .creation import full
             return full((), math.nan, dtype=input.dtype, device=input.device)
         return whole.apply(input.reshape(-1), dim=0, keepdim=False)[0]
     if input.ndim == 0:

@@ -148,13 +148,6 @@ def expand_as(self, other):
 
 
 
-def replay_view(t, view_of):
-    """Apply the view recorded in ``view_of`` (a tensor's ``_view_of``) to ``t``, which has the base's shape."""
-    if len(view_of) == 3:
-        t = replay_view(t, view_of[2])
-    return view_of[0].apply(t, **view_of[1])
-
-
 # -- permutations -----------------------------------------------------------------
 class Permute(Op):
     is_view = True

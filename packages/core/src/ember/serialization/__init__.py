@@ -26,6 +26,7 @@ from ..errors import CheckpointError
 from . import _format
 from ._structure import Decoder, Encoder, references, select
 from .atomic import write_atomically
+from ..ops.creation import from_numpy
 
 __all__ = ["save", "load"]
 
@@ -179,7 +180,6 @@ def _parse_meta(meta, where):
 
 def _placer(map_location):
     """``(array, saved_device_str) -> tensor`` following ``map_location``."""
-    from ..ops.creation import from_numpy
 
     def on(arr, dev):
         t = from_numpy(arr)

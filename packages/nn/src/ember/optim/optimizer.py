@@ -29,7 +29,7 @@ from collections import OrderedDict, defaultdict
 from itertools import chain
 
 import ember
-from ember.autograd.hooks import add_hook
+from ember.utils.hooks import add_hook
 from ember.nn.utils._zero_grad import zero_grads
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]

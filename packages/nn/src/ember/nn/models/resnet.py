@@ -5,7 +5,7 @@ loads into ``resnet18(weights=p)`` and gives the same outputs; the other way rou
 """
 import ember
 
-from .. import AdaptiveAvgPool2d, BatchNorm2d, Conv2d, GroupNorm, Linear, MaxPool2d, Module, ReLU, Sequential
+from ..modules import AdaptiveAvgPool2d, BatchNorm2d, Conv2d, GroupNorm, Linear, MaxPool2d, Module, ReLU, Sequential
 from .. import init
 from ._weights import load_weights
 

@@ -1,5 +1,5 @@
 """Small models for small images and tabular data: ``lenet`` (LeNet-5 for 1x28x28) and ``mlp``."""
-from .. import Conv2d, Flatten, Linear, MaxPool2d, ReLU, Sequential
+from ..modules import Conv2d, Flatten, Linear, MaxPool2d, ReLU, Sequential
 from ._weights import load_weights
 
 __all__ = ["LeNet", "lenet", "mlp"]
