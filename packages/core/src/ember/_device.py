@@ -8,10 +8,18 @@ device(type='cpu', index=1)
 """
 from __future__ import annotations
 
+from . import _plugins
+
 __all__ = ["device"]
 
 _INTERNED: dict = {}
 _KEYS: dict = {}
+
+
+@_plugins.on_registry_change
+def _forget_backends() -> None:
+    for dev in _INTERNED.values():
+        dev._backend = None
 
 
 class device:
@@ -59,8 +67,7 @@ class device:
         """The backend object that runs this device's arrays."""
         b = self._backend
         if b is None:
-            from ._plugins import get_backend
-            b = self._backend = get_backend(self.type)
+            b = self._backend = _plugins.get_backend(self.type)
             b.check_device(self)
         return b
 
