@@ -1,5 +1,5 @@
 """What the built-in early-stopping schedulers share: where metric, mode and time_attr come from, reading a
-result's time and score, checking arguments, exact rung arithmetic, and JSON-safe scores.
+result's time and loss, checking arguments, exact rung arithmetic, and JSON-safe losses.
 
 >>> from fractions import Fraction
 >>> halvings(1, 81, Fraction(3))
@@ -55,13 +55,13 @@ class MetricScheduler(Scheduler):
             raise ValueError(f"the result of trial {trial_id!r} has no {self.time_attr!r} (the scheduler's "
                              f"time_attr); it has {sorted(result)}") from None
 
-    def result_score(self, trial_id: str, result: dict) -> float:
-        """The metric as a value to maximise; NaN counts as the worst possible score."""
+    def result_loss(self, trial_id: str, result: dict) -> float:
+        """The metric as a value to minimise; NaN counts as the worst possible loss (+inf)."""
         if self.metric not in result:
             raise ValueError(f"the result of trial {trial_id!r} has no {self.metric!r} (the scheduler's metric); "
                              f"it has {sorted(result)}")
-        value = self.score(result)
-        return -math.inf if math.isnan(value) else value
+        value = self.loss(result)
+        return math.inf if math.isnan(value) else value
 
     def settings(self) -> dict:
         """The arguments a saved state depends on (checked by :func:`check_settings`)."""
@@ -122,6 +122,6 @@ def plain(value: Fraction):
     return int(value) if value.denominator == 1 else float(value)
 
 
-def encode(score: float):
-    """A score as strict JSON (infinities become the strings ``"inf"`` / ``"-inf"``); :func:`float` decodes it."""
-    return score if math.isfinite(score) else repr(score)
+def encode(loss: float):
+    """A loss as strict JSON (infinities become the strings ``"inf"`` / ``"-inf"``); :func:`float` decodes it."""
+    return loss if math.isfinite(loss) else repr(loss)
