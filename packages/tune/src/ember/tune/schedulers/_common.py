@@ -64,13 +64,17 @@ class MetricScheduler(Scheduler):
         return math.inf if math.isnan(value) else value
 
     def settings(self) -> dict:
-        """The arguments a saved state depends on (checked by :func:`check_settings`)."""
-        return {"metric": self.metric, "mode": self.mode, "time_attr": self.time_attr}
+        """The arguments a saved state depends on (checked by :func:`check_settings`), and what its values are."""
+        return {"metric": self.metric, "mode": self.mode, "time_attr": self.time_attr, "values": "losses"}
 
 
 def check_settings(scheduler: MetricScheduler, state: dict) -> None:
-    """Refuse a state saved by a scheduler built with other arguments."""
+    """Refuse a state saved by a scheduler built with other arguments, or by one that kept scores."""
     ours, saved = scheduler.settings(), state.get("settings")
+    if isinstance(saved, dict) and "values" not in saved:
+        raise ValueError(f"this state was saved by an earlier ember.tune, whose {type(scheduler).__name__} kept "
+                         "scores (higher is better) where it now keeps losses (lower is better); it cannot continue "
+                         "from it: start the experiment again")
     if saved != ours:
         differ = sorted(k for k in set(ours) | set(saved or {}) if (saved or {}).get(k) != ours.get(k))
         raise ValueError(f"this state was saved by a {type(scheduler).__name__} with other arguments "
