@@ -1,5 +1,9 @@
 """The plugin manager: built-in and third-party plugins, registered alike.
 
+Hooks are called through pluggy, one plugin at a time (:func:`collect_claims`), so that
+each claim (a backend, an op's kernel, ...) is known with the plugin that made it and a
+clash names both plugins. A registration that fails in any way is undone completely.
+
 >>> import ember
 >>> sorted(ember.list_backends())[:1]
 ['cpu']
