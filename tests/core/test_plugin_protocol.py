@@ -12,7 +12,17 @@ from ember import _plugins
 from ember.backends import cpu
 from ember.ops.arith import Neg
 
-from .test_plugins import BackendPlugin, KernelPlugin, registered, run_python  # noqa: F401  (fixture)
+from .test_plugins import BackendPlugin, KernelPlugin, run_python
+
+
+@pytest.fixture
+def registered():
+    """``ember.register_plugin``, with whatever a test registered unregistered afterwards."""
+    before = set(_plugins.plugin_names())
+    yield ember.register_plugin
+    for name in set(_plugins.plugin_names()) - before:
+        ember.unregister_plugin(name)
+    assert set(_plugins.plugin_names()) == before
 
 
 def snapshot() -> tuple:
