@@ -190,7 +190,8 @@ def collect_claims(hook_name: str, claim: str = "{key}", /, **hook_kwargs) -> di
     under their ``.name`` (as ``ember_backends`` does), or None. A key claimed by two plugins is a
     :class:`~ember.errors.PluginError` naming both; ``claim`` describes one claim in that message,
     ``{key}`` standing for the key. A hook implementation that raises, or returns anything else, is a
-    PluginError naming its plugin. Plugins are visited in the order they were registered.
+    PluginError naming its plugin. Plugins are visited in the order pluggy lists their implementations
+    (the order of registration, unless ``tryfirst``/``trylast`` say otherwise).
 
     >>> import ember
     >>> backend, plugin_name = ember.collect_claims("ember_backends", "the backend for device type {key}")["cpu"]
@@ -205,11 +206,12 @@ def collect_claims(hook_name: str, claim: str = "{key}", /, **hook_kwargs) -> di
     if caller is None or caller.spec is None:
         known = sorted(name for name, hook in vars(pm.hook).items() if hook.spec is not None)
         raise PluginError(f"no ember hook named {hook_name!r} has a specification; known hooks: {known}")
-    plugins = list(dict.fromkeys(impl.plugin for impl in caller.get_hookimpls()))  # in order, each once
+    # each plugin once, in order: one may implement a hook twice (``specname``)
+    owners = list(dict.fromkeys((impl.plugin, impl.plugin_name) for impl in caller.get_hookimpls()))
     found: dict = {}
-    for plugin in plugins:
-        plugin_name = pm.get_name(plugin)
-        only = pm.subset_hook_caller(hook_name, remove_plugins=[p for p in plugins if p is not plugin])
+    for plugin, plugin_name in owners:
+        # a hook caller for this plugin alone: pluggy itself matches the arguments by name (and traces the call)
+        only = pm.subset_hook_caller(hook_name, remove_plugins=[other for other, _ in owners if other is not plugin])
         try:
             results = only(**hook_kwargs)
         except Exception as exc:  # name the plugin whose hook failed, whatever it raised
