@@ -10,7 +10,8 @@ import json
 import numpy as np
 import pytest
 
-from ember.tune import (ASHAScheduler, Decision, FIFOScheduler, HyperBandScheduler, MedianStoppingRule)
+from ember.tune import (ASHAScheduler, Decision, FIFOScheduler, HyperBandScheduler, MedianStoppingRule, RandomSearcher,
+                        SearchSpace, uniform)
 
 MAX_T = 27
 
@@ -217,3 +218,23 @@ def test_state_dict_round_trip_mid_run_gives_the_same_decisions(name, restore_at
     restored = Simulation(SCHEDULERS[name](), curves, errors=errors, restore_at=restore_at,
                           rebuild=SCHEDULERS[name]).run()
     assert restored.restored and restored.log == plain.log
+
+
+@pytest.mark.parametrize("name", ["median", "hyperband", "asha"])
+def test_a_state_saved_when_schedulers_kept_scores_is_refused(name):
+    scheduler = SCHEDULERS[name]()
+    scheduler.setup(metric="loss", mode="min")
+    state = scheduler.state_dict()
+    assert state["settings"]["values"] == "losses"
+    del state["settings"]["values"]  # what a scheduler that ranked scores (higher is better) saved
+    with pytest.raises(ValueError, match=f"saved by an earlier ember.tune, whose {type(scheduler).__name__} kept "
+                                         r"scores \(higher is better\) where it now keeps losses"):
+        SCHEDULERS[name]().load_state_dict(state)
+
+
+@pytest.mark.parametrize("mode, expected", [("min", 2.5), ("max", -2.5)])
+def test_searchers_and_schedulers_share_one_sign_convention_lower_is_better(mode, expected):
+    searcher, scheduler = RandomSearcher(), FIFOScheduler()
+    searcher.setup(SearchSpace({"x": uniform(0, 1)}), metric="m", mode=mode)
+    scheduler.setup(metric="m", mode=mode)
+    assert searcher.loss({"m": 2.5}) == scheduler.loss({"m": 2.5}) == expected

@@ -21,7 +21,8 @@ from ._size import Size  # noqa: F401
 from ._tensor import Tensor, is_tensor  # noqa: F401
 from . import autograd  # noqa: F401
 from .errors import EmberError, DeviceMismatchError, PluginError, UnsupportedOpError  # noqa: F401
-from ._plugins import hookimpl, register_plugin, unregister_plugin, list_backends, get_plugin_manager  # noqa
+from ._plugins import (hookimpl, register_plugin, unregister_plugin, list_backends, get_plugin_manager,  # noqa
+                       collect_claims)
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,  # noqa: F401
                        is_inference_mode_enabled)
 from .ops import _common  # noqa: F401

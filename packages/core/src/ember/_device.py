@@ -107,4 +107,4 @@ def forget_backends(device_type: str | None = None) -> None:
             dev._backend = None
 
 
-_plugins.on_change(forget_backends)
+_plugins.on_registry_change(forget_backends)

@@ -1,5 +1,9 @@
 """The plugin manager: built-in and third-party plugins, registered alike.
 
+Hooks are called through pluggy, one plugin at a time (:func:`collect_claims`), so that
+each claim (a backend, an op's kernel, ...) is known with the plugin that made it and a
+clash names both plugins. A registration that fails in any way is undone completely.
+
 >>> import ember
 >>> sorted(ember.list_backends())[:1]
 ['cpu']
@@ -21,6 +25,10 @@ hookimpl = pluggy.HookimplMarker("ember")
 BUILTIN_PLUGINS = ("ember.backends.cpu",)
 
 _pm: pluggy.PluginManager | None = None
+#: called after every change of the registered plugins (see :func:`on_registry_change`)
+_LISTENERS: list = []
+#: the hooks of :mod:`ember.hookspecs`, whose claims :func:`register_plugin` always checks
+_CORE_HOOKS = ("ember_backends", "ember_op_kernels", "ember_onnx_lowerings")
 
 
 def get_plugin_manager() -> pluggy.PluginManager:
@@ -41,7 +49,7 @@ def get_plugin_manager() -> pluggy.PluginManager:
                 register_plugin(plugin, ep.name)
         except BaseException:
             _pm = None  # never leave a half-loaded manager behind: the next use reports the error again
-            _clear_caches()
+            _registry_changed()
             raise
     return _pm
 
@@ -55,8 +63,11 @@ def register_plugin(plugin, name: str | None = None) -> str:
     """Register ``plugin`` (a module or object with ``@ember.hookimpl`` functions) under ``name``.
 
     Built-ins use this same call. A name already taken by another plugin, or a
-    backend device type or op kernel that another plugin already gives, is a
-    :class:`~ember.errors.PluginError` naming both; the plugin is then not registered.
+    backend device type, op kernel, ONNX lowering or other claim that another
+    plugin already gives, is a :class:`~ember.errors.PluginError` naming both.
+    Any failure (an invalid hook implementation, a hook wrapper, a hook that
+    raises while the claims are checked, a clash) leaves the registry exactly
+    as it was: the plugin is not registered, not even in part.
 
     >>> import ember
     >>> class Twice:
@@ -72,19 +83,18 @@ def register_plugin(plugin, name: str | None = None) -> str:
     """
     pm = get_plugin_manager() if _pm is None else _pm
     name = name or getattr(plugin, "__name__", None) or repr(plugin)
-    existing = pm.get_plugin(name)
-    if existing is not None:
-        raise PluginError(f"plugin name {name!r} is claimed by both {_describe(existing)} and {_describe(plugin)}")
+    _check_registrable(pm, plugin, name)
     try:
         pm.register(plugin, name)
     except pluggy.PluginValidationError as exc:  # e.g. a hook implementation with the wrong arguments
         raise PluginError(f"plugin {name!r} ({_describe(plugin)}) is not a valid ember plugin: {exc}") from None
-    _clear_caches()
     try:
-        _check_claims()
-    except PluginError:
-        pm.unregister(name=name)
-        _clear_caches()
+        _refuse_wrappers(pm, plugin, name)
+        _registry_changed()
+        _check_claims(pm, plugin)
+    except BaseException:  # whatever went wrong (even a KeyboardInterrupt), take the plugin out again
+        pm.unregister(plugin=plugin, name=name)
+        _registry_changed()
         raise
     return name
 
@@ -95,14 +105,72 @@ def unregister_plugin(name: str) -> None:
     if pm.get_plugin(name) is None:
         raise PluginError(f"no plugin named {name!r} is registered; registered: {sorted(plugin_names())}")
     pm.unregister(name=name)
-    _clear_caches()
+    _registry_changed()
 
 
-def _check_claims() -> None:
-    """Raise :class:`PluginError` if two plugins give the same backend or the same kernel on a backend."""
-    for backend_name in backends():
+def on_registry_change(callback):
+    """Have ``callback()`` called after every registration, failed registration and unregistration of a plugin.
+
+    Core modules that cache what plugins give (a device's backend, an op's kernel) register their
+    cache-clearing function here when they are imported, so this module needs not import them.
+    Returns ``callback``, so it can be used as a decorator. A listener is never removed: register
+    only module-level functions, as ``ember._device`` does::
+
+        @_plugins.on_registry_change
+        def _forget_backends() -> None:
+            for dev in _INTERNED.values():
+                dev._backend = None
+    """
+    _LISTENERS.append(callback)
+    return callback
+
+
+def _registry_changed() -> None:
+    backends.cache_clear()
+    op_kernels.cache_clear()
+    onnx_lowerings.cache_clear()
+    for callback in _LISTENERS:
+        callback()
+
+
+def _check_registrable(pm: pluggy.PluginManager, plugin, name: str) -> None:
+    """Refuse, before anything changes, a plugin that cannot be registered under ``name``."""
+    existing = pm.get_plugin(name)
+    if existing is not None:
+        raise PluginError(f"plugin name {name!r} is claimed by both {_describe(existing)} and {_describe(plugin)}")
+    registered_as = pm.get_name(plugin)
+    if registered_as is not None:
+        raise PluginError(f"{_describe(plugin)} is already registered as plugin {registered_as!r}; "
+                          f"it cannot be registered again as {name!r}")
+    try:
+        hash(plugin)
+    except TypeError:
+        raise PluginError(f"plugin {name!r} ({_describe(plugin)}) is not hashable; ember calls each plugin's hooks "
+                          "through pluggy's subset_hook_caller, which keeps plugins in a set: register a module, "
+                          "or an object whose class keeps object.__hash__") from None
+
+
+def _refuse_wrappers(pm: pluggy.PluginManager, plugin, name: str) -> None:
+    """Every ember hook gathers claims, one plugin at a time: a hook wrapper would have nothing to wrap."""
+    for caller in pm.get_hookcallers(plugin) or ():
+        for impl in caller.get_hookimpls():
+            if impl.plugin is plugin and (impl.wrapper or impl.hookwrapper):
+                kind = "wrapper=True" if impl.wrapper else "hookwrapper=True"
+                raise PluginError(
+                    f"plugin {name!r} ({_describe(plugin)}) implements {caller.name} with {kind}; ember's hooks "
+                    "gather claims and call each plugin's implementation on its own (so that a clash names both "
+                    "plugins), so a wrapper around the other plugins' implementations is not supported: "
+                    "return your claims from a plain @ember.hookimpl")
+
+
+def _check_claims(pm: pluggy.PluginManager, plugin) -> None:
+    """Raise :class:`PluginError` if a claim of the registry, with ``plugin`` in it, clashes with another."""
+    for backend_name in backends():  # a new backend brings the other plugins' kernels for it
         op_kernels(backend_name)
     onnx_lowerings()
+    for caller in pm.get_hookcallers(plugin) or ():  # the plugin's other hooks (ember.tune's, ...)
+        if caller.name not in _CORE_HOOKS and caller.spec is not None and not caller.spec.argnames:
+            collect_claims(caller.name)
 
 
 def plugin_names() -> list[str]:
@@ -114,28 +182,64 @@ def _describe(plugin) -> str:
     return repr(mod)
 
 
-def _collect(what: str, hook_name: str, *args) -> dict:
-    """Run a dict/list-returning hook on each plugin; ``{key: (value, plugin_name)}``, clashes are errors.
+def collect_claims(hook_name: str, claim: str = "{key}", /, **hook_kwargs) -> dict:
+    """Call hook ``hook_name`` on every plugin and gather what each claims: ``{key: (value, plugin_name)}``.
 
-    ``what`` describes one claim for the error message, with ``{key}`` standing for the key.
+    Each plugin's implementation is called on its own, through pluggy (so it receives, by name, the
+    arguments of ``hook_kwargs`` it asks for), and returns ``{key: value}``, a list of objects claimed
+    under their ``.name`` (as ``ember_backends`` does), or None. A key claimed by two plugins is a
+    :class:`~ember.errors.PluginError` naming both; ``claim`` describes one claim in that message,
+    ``{key}`` standing for the key. A hook implementation that raises, or returns anything else, is a
+    PluginError naming its plugin. Plugins are visited in the order pluggy lists their implementations
+    (the order of registration, unless ``tryfirst``/``trylast`` say otherwise).
+
+    >>> import ember
+    >>> backend, plugin_name = ember.collect_claims("ember_backends", "the backend for device type {key}")["cpu"]
+    >>> backend.name, plugin_name
+    ('cpu', 'ember.backends.cpu')
+    >>> kernels = ember.collect_claims("ember_op_kernels", "the kernel of op {key}", backend=backend)
+    >>> type(kernels)
+    <class 'dict'>
     """
     pm = get_plugin_manager()
+    caller = getattr(pm.hook, hook_name, None)
+    if caller is None or caller.spec is None:
+        known = sorted(name for name, hook in vars(pm.hook).items() if hook.spec is not None)
+        raise PluginError(f"no ember hook named {hook_name!r} has a specification; known hooks: {known}")
+    # each plugin once, in order: one may implement a hook twice (``specname``)
+    owners = list(dict.fromkeys((impl.plugin, impl.plugin_name) for impl in caller.get_hookimpls()))
     found: dict = {}
-    for impl in getattr(pm.hook, hook_name).get_hookimpls():
-        result = impl.function(*args) or {}
-        items = result.items() if isinstance(result, dict) else ((b.name, b) for b in result)
-        for key, value in items:
-            if key in found:
-                raise PluginError(f"{what.format(key=repr(key))} is given by both plugin {found[key][1]!r} and "
-                                  f"plugin {impl.plugin_name!r} (hook {hook_name}); uninstall or unregister one")
-            found[key] = (value, impl.plugin_name)
+    for plugin, plugin_name in owners:
+        # a hook caller for this plugin alone: pluggy itself matches the arguments by name (and traces the call)
+        only = pm.subset_hook_caller(hook_name, remove_plugins=[other for other, _ in owners if other is not plugin])
+        try:
+            results = only(**hook_kwargs)
+        except Exception as exc:  # name the plugin whose hook failed, whatever it raised
+            raise PluginError(f"plugin {plugin_name!r} raised {type(exc).__name__} in its hook {hook_name}: "
+                              f"{exc}") from exc
+        for result in results:
+            for key, value in _claims(result, plugin_name, hook_name):
+                if key in found:
+                    raise PluginError(f"{claim.format(key=repr(key))} is given by both plugin {found[key][1]!r} "
+                                      f"and plugin {plugin_name!r} (hook {hook_name}); uninstall or unregister one")
+                found[key] = (value, plugin_name)
     return found
+
+
+def _claims(result, plugin_name: str, hook_name: str):
+    """The ``(key, value)`` pairs of one hook result: a dict, or a list or tuple of objects with a ``.name``."""
+    if isinstance(result, dict):
+        return result.items()
+    if isinstance(result, (list, tuple)) and all(isinstance(getattr(v, "name", None), str) for v in result):
+        return [(v.name, v) for v in result]
+    raise PluginError(f"plugin {plugin_name!r}'s hook {hook_name} returned {type(result).__name__} "
+                      f"{result!r:.80}; expected a dict {{key: value}}, a list of objects with a str .name, or None")
 
 
 @functools.cache
 def backends() -> dict:
     """``{device_type: (backend, plugin_name)}`` for every registered backend."""
-    return _collect("the backend for device type {key}", "ember_backends")
+    return collect_claims("ember_backends", "the backend for device type {key}")
 
 
 def list_backends() -> list[str]:
@@ -157,28 +261,12 @@ def get_backend(name: str):
 def op_kernels(backend_name: str) -> dict:
     """``{op_name: kernel}`` that plugins give for ``backend_name``."""
     backend = get_backend(backend_name)
-    found = _collect(f"the kernel of op {{key}} on backend {backend_name!r}", "ember_op_kernels", backend)
+    found = collect_claims("ember_op_kernels", f"the kernel of op {{key}} on backend {backend_name!r}",
+                           backend=backend)
     return {op: kernel for op, (kernel, _) in found.items()}
 
 
 @functools.cache
 def onnx_lowerings() -> dict:
-    return {op: f for op, (f, _) in _collect("the ONNX lowering of op {key}", "ember_onnx_lowerings").items()}
-
-
-_listeners: list = []
-
-
-def on_change(callback):
-    """Call ``callback()`` whenever a plugin is registered or unregistered (to drop what was looked up from the
-    plugins before: devices' backends, ops' kernels)."""
-    _listeners.append(callback)
-    return callback
-
-
-def _clear_caches():
-    backends.cache_clear()
-    op_kernels.cache_clear()
-    onnx_lowerings.cache_clear()
-    for callback in _listeners:
-        callback()
+    found = collect_claims("ember_onnx_lowerings", "the ONNX lowering of op {key}")
+    return {op: lowering for op, (lowering, _) in found.items()}

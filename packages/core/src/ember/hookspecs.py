@@ -11,7 +11,11 @@ through the ``ember`` entry-point group::
 
 Each hook returns a mapping or a list, so ember can tell which plugin offered
 what: two plugins claiming the same backend, or the same kernel of an op on a
-backend, is an error that names both.
+backend, is an error that names both. ember calls each plugin's implementation
+on its own, through pluggy (:func:`ember.collect_claims`): an implementation
+takes, by name, any subset of its hook's arguments, in any order. Hook wrappers
+(``wrapper=True`` or ``hookwrapper=True``) are refused at registration, since
+there is no call of all plugins together for them to wrap.
 """
 import pluggy
 

@@ -42,7 +42,7 @@ TRACE = None
 new_ctx = object.__new__
 
 
-@_plugins.on_change
+@_plugins.on_registry_change
 def clear_kernel_cache() -> None:
     for cls in _OP_CLASSES:
         cls._kernels = {}

@@ -16,8 +16,10 @@ party uses. A third-party plugin ships an entry point in the ``ember`` group::
     def ember_tune_searchers():
         return {"my_searcher": MySearcher}
 
-Each hook returns ``{name: class}``; two plugins offering the same name is an
-error that names both. ``TuneConfig(search_alg="my_searcher")`` then finds it.
+Each hook returns ``{name: class}``; a plugin offering a name another plugin
+already offers is refused at registration, with an error that names both
+(ember reads these hooks through :func:`ember.collect_claims`, like its own).
+``TuneConfig(search_alg="my_searcher")`` then finds it.
 """
 import pluggy
 
@@ -31,7 +33,8 @@ def ember_tune_searchers():
 
 @hookspec
 def ember_tune_schedulers():
-    """Return ``{name: Scheduler subclass}``: trial schedulers this plugin provides (see :class:`ember.tune.Scheduler`)."""
+    """Return ``{name: Scheduler subclass}``: trial schedulers this plugin provides
+    (see :class:`ember.tune.Scheduler`)."""
 
 
 @hookspec

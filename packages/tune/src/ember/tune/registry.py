@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import importlib
 
-from ember import _plugins, hookimpl, register_plugin  # noqa: F401  (re-exported for plugin authors)
+from ember import collect_claims, get_plugin_manager
+from ember import hookimpl, register_plugin  # noqa: F401  (re-exported for plugin authors)
 
 from . import hookspec
 
@@ -29,7 +30,7 @@ _HOOKS = {"searcher": "ember_tune_searchers", "scheduler": "ember_tune_scheduler
 
 
 def _plugin_manager():
-    pm = _plugins.get_plugin_manager()
+    pm = get_plugin_manager()
     caller = getattr(pm.hook, "ember_tune_searchers", None)
     if caller is None or caller.spec is None:  # a plugin may have been registered before these hooks were known
         pm.add_hookspecs(hookspec)
@@ -44,7 +45,7 @@ def available(kind: str) -> dict:
     if kind not in _HOOKS:
         raise ValueError(f"unknown component kind {kind!r}; expected one of {sorted(_HOOKS)}")
     _plugin_manager()
-    return {name: cls for name, (cls, _) in _plugins._collect(f"the tune {kind} {{key}}", _HOOKS[kind]).items()}
+    return {name: cls for name, (cls, _) in collect_claims(_HOOKS[kind], f"the tune {kind} {{key}}").items()}
 
 
 def get(kind: str, name: str):

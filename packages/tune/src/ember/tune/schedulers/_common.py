@@ -1,5 +1,5 @@
 """What the built-in early-stopping schedulers share: where metric, mode and time_attr come from, reading a
-result's time and score, checking arguments, exact rung arithmetic, and JSON-safe scores.
+result's time and loss, checking arguments, exact rung arithmetic, and JSON-safe losses.
 
 >>> from fractions import Fraction
 >>> halvings(1, 81, Fraction(3))
@@ -55,22 +55,26 @@ class MetricScheduler(Scheduler):
             raise ValueError(f"the result of trial {trial_id!r} has no {self.time_attr!r} (the scheduler's "
                              f"time_attr); it has {sorted(result)}") from None
 
-    def result_score(self, trial_id: str, result: dict) -> float:
-        """The metric as a value to maximise; NaN counts as the worst possible score."""
+    def result_loss(self, trial_id: str, result: dict) -> float:
+        """The metric as a value to minimise; NaN counts as the worst possible loss (+inf)."""
         if self.metric not in result:
             raise ValueError(f"the result of trial {trial_id!r} has no {self.metric!r} (the scheduler's metric); "
                              f"it has {sorted(result)}")
-        value = self.score(result)
-        return -math.inf if math.isnan(value) else value
+        value = self.loss(result)
+        return math.inf if math.isnan(value) else value
 
     def settings(self) -> dict:
-        """The arguments a saved state depends on (checked by :func:`check_settings`)."""
-        return {"metric": self.metric, "mode": self.mode, "time_attr": self.time_attr}
+        """The arguments a saved state depends on (checked by :func:`check_settings`), and what its values are."""
+        return {"metric": self.metric, "mode": self.mode, "time_attr": self.time_attr, "values": "losses"}
 
 
 def check_settings(scheduler: MetricScheduler, state: dict) -> None:
-    """Refuse a state saved by a scheduler built with other arguments."""
+    """Refuse a state saved by a scheduler built with other arguments, or by one that kept scores."""
     ours, saved = scheduler.settings(), state.get("settings")
+    if isinstance(saved, dict) and "values" not in saved:
+        raise ValueError(f"this state was saved by an earlier ember.tune, whose {type(scheduler).__name__} kept "
+                         "scores (higher is better) where it now keeps losses (lower is better); it cannot continue "
+                         "from it: start the experiment again")
     if saved != ours:
         differ = sorted(k for k in set(ours) | set(saved or {}) if (saved or {}).get(k) != ours.get(k))
         raise ValueError(f"this state was saved by a {type(scheduler).__name__} with other arguments "
@@ -122,6 +126,6 @@ def plain(value: Fraction):
     return int(value) if value.denominator == 1 else float(value)
 
 
-def encode(score: float):
-    """A score as strict JSON (infinities become the strings ``"inf"`` / ``"-inf"``); :func:`float` decodes it."""
-    return score if math.isfinite(score) else repr(score)
+def encode(loss: float):
+    """A loss as strict JSON (infinities become the strings ``"inf"`` / ``"-inf"``); :func:`float` decodes it."""
+    return loss if math.isfinite(loss) else repr(loss)

@@ -68,7 +68,7 @@ class ASHAScheduler(MetricScheduler):
                        if Fraction(grace_period) * eta ** k < top] for b in range(brackets)]
         self._weights = [eta ** (s - b) / (s - b + 1) for b in range(brackets)]
         self._trials: dict = {}  # trial id -> [bracket, index of the next rung it has to pass, stopped]
-        self._recorded = [[[] for _ in rungs] for rungs in self.rungs]  # sorted scores per bracket and rung
+        self._recorded = [[[] for _ in rungs] for rungs in self.rungs]  # sorted losses per bracket and rung
         self._counts = [0] * brackets  # trials given to each bracket
 
     def settings(self) -> dict:
@@ -93,14 +93,14 @@ class ASHAScheduler(MetricScheduler):
         bracket, rung, stopped = state
         if stopped:
             return Decision.STOP
-        t, score = self.result_time(trial_id, result), self.result_score(trial_id, result)
+        t, loss = self.result_time(trial_id, result), self.result_loss(trial_id, result)
         rungs, recorded = self.rungs[bracket], self._recorded[bracket]
         while rung < len(rungs) and t >= rungs[rung]:
-            scores = recorded[rung]
-            better = len(scores) - bisect.bisect_right(scores, score)
-            bisect.insort(scores, score)
+            losses = recorded[rung]
+            better = bisect.bisect_left(losses, loss)  # the recorded losses strictly lower than this one
+            bisect.insort(losses, loss)
             rung += 1
-            if better >= math.ceil(len(scores) / self._eta):
+            if better >= math.ceil(len(losses) / self._eta):
                 state[1:] = [rung, True]
                 return Decision.STOP
         state[1] = rung
@@ -112,13 +112,13 @@ class ASHAScheduler(MetricScheduler):
     def state_dict(self) -> dict:
         return {"settings": self.settings(), "trials": {tid: list(value) for tid, value in self._trials.items()},
                 "counts": list(self._counts),
-                "recorded": [[[encode(s) for s in scores] for scores in rungs] for rungs in self._recorded]}
+                "recorded": [[[encode(v) for v in losses] for losses in rungs] for rungs in self._recorded]}
 
     def load_state_dict(self, state: dict) -> None:
         check_settings(self, state)
         self._trials = {tid: list(value) for tid, value in state["trials"].items()}
         self._counts = list(state["counts"])
-        self._recorded = [[[float(s) for s in scores] for scores in rungs] for rungs in state["recorded"]]
+        self._recorded = [[[float(v) for v in losses] for losses in rungs] for rungs in state["recorded"]]
 
 
 #: Ray Tune's other name for the same scheduler

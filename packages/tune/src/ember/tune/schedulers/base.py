@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import enum
 
+from .._objective import check_mode, loss
+
 
 class Decision(str, enum.Enum):
     """What a trial does after reporting a result."""
@@ -27,8 +29,7 @@ class Scheduler:
 
     def setup(self, metric: str, mode: str, time_attr: str = "training_iteration") -> None:
         """Called once by the experiment. ``time_attr`` is the result key that measures a trial's budget."""
-        if mode not in ("min", "max"):
-            raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
+        check_mode(mode)
         self.metric, self.mode, self.time_attr = metric, mode, time_attr
 
     def on_trial_add(self, trial_id: str, config: dict) -> None:
@@ -56,10 +57,9 @@ class Scheduler:
         """
         return None
 
-    def score(self, result: dict) -> float:
-        """The metric of ``result`` as a value to maximise."""
-        value = float(result[self.metric])
-        return value if self.mode == "max" else -value
+    def loss(self, result: dict) -> float:
+        """The metric of ``result`` as a value to minimise (the sign convention of searchers and schedulers)."""
+        return loss(result, self.metric, self.mode)
 
     def state_dict(self) -> dict:
         """Everything needed to continue, as JSON-serialisable data."""

@@ -75,7 +75,7 @@ class HyperBandScheduler(MetricScheduler):
             n = math.ceil(Fraction(s_max + 1) * eta ** s / (s + 1))
             self.bracket_plan.append([(math.floor(n / eta ** i), plain(Fraction(max_t) * eta ** (i - s)))
                                       for i in range(s + 1)])
-        self._brackets: list = []  # [plan index, members per rung, {trial: score} per rung, rung, rung 0 closed]
+        self._brackets: list = []  # [plan index, members per rung, {trial: loss} per rung, rung, rung 0 closed]
         self._trials: dict = {}  # trial id -> [bracket index, rung index, status]
         self._pending: dict = {}  # trial id -> Decision not yet handed out by take_decisions
 
@@ -108,13 +108,13 @@ class HyperBandScheduler(MetricScheduler):
                                f"{plan[rung][1]}); resume only the trials the scheduler promotes")
         state[2] = _RUNNING  # a promoted trial has resumed
         self._pending.pop(trial_id, None)
-        t, score = self.result_time(trial_id, result), self.result_score(trial_id, result)
+        t, loss = self.result_time(trial_id, result), self.result_loss(trial_id, result)
         if t < plan[rung][1]:
             return Decision.CONTINUE
         if rung == len(plan) - 1:
             state[2] = _DONE if self.stop_last_trials else _PAST_MAX
             return Decision.STOP if self.stop_last_trials else Decision.CONTINUE
-        self._brackets[index][2][rung][trial_id] = score
+        self._brackets[index][2][rung][trial_id] = loss
         state[2] = _PAUSED
         self._settle(index)
         if state[2] == _PAUSED:
@@ -157,7 +157,7 @@ class HyperBandScheduler(MetricScheduler):
 
     def _settle(self, index):
         """Decide every rung of bracket ``index`` that is complete, lowest first."""
-        plan_index, members, scores, rung, closed = self._brackets[index]
+        plan_index, members, losses, rung, closed = self._brackets[index]
         plan = self.bracket_plan[plan_index]
         while rung < len(plan) - 1 and (rung > 0 or closed):
             live = [t for t in members[rung] if self._trials[t][2] != _DONE]
@@ -165,7 +165,7 @@ class HyperBandScheduler(MetricScheduler):
                 break  # someone is still on the way to this rung
             planned, following = plan[rung][0], plan[rung + 1][0]
             keep = following if len(live) >= planned else min(following, max(1, math.floor(len(live) / self._eta)))
-            ranked = sorted(range(len(live)), key=lambda i: (-scores[rung][live[i]], i))
+            ranked = sorted(range(len(live)), key=lambda i: (losses[rung][live[i]], i))
             for place, i in enumerate(ranked):
                 trial_id = live[i]
                 if place < keep:
@@ -180,17 +180,17 @@ class HyperBandScheduler(MetricScheduler):
 
     def state_dict(self) -> dict:
         return {"settings": self.settings(),
-                "brackets": [[plan, [list(m) for m in members], [{t: encode(s) for t, s in rung.items()}
-                                                                 for rung in scores], rung_index, closed]
-                             for plan, members, scores, rung_index, closed in self._brackets],
+                "brackets": [[plan, [list(m) for m in members], [{t: encode(v) for t, v in rung.items()}
+                                                                 for rung in losses], rung_index, closed]
+                             for plan, members, losses, rung_index, closed in self._brackets],
                 "trials": {tid: list(state) for tid, state in self._trials.items()},
                 "pending": [[tid, decision.value] for tid, decision in self._pending.items()]}
 
     def load_state_dict(self, state: dict) -> None:
         check_settings(self, state)
-        self._brackets = [[plan, [list(m) for m in members], [{t: float(s) for t, s in rung.items()}
-                                                              for rung in scores], rung_index, closed]
-                          for plan, members, scores, rung_index, closed in state["brackets"]]
+        self._brackets = [[plan, [list(m) for m in members], [{t: float(v) for t, v in rung.items()}
+                                                              for rung in losses], rung_index, closed]
+                          for plan, members, losses, rung_index, closed in state["brackets"]]
         self._trials = {tid: list(value) for tid, value in state["trials"].items()}
         self._pending = {tid: Decision(value) for tid, value in state["pending"]}
 

@@ -49,35 +49,35 @@ class MedianStoppingRule(MetricScheduler):
             raise ValueError(f"min_samples_required must be an int >= 1, got {min_samples_required!r}")
         self.min_samples_required = min_samples_required
         self._times: dict = {}  # trial id -> its result times, in order
-        self._scores: dict = {}  # trial id -> its scores (to maximise), in order
-        self._sums: dict = {}  # trial id -> running sums of its scores
-        self._best: dict = {}  # trial id -> its best score so far
+        self._losses: dict = {}  # trial id -> its losses (lower is better), in order
+        self._sums: dict = {}  # trial id -> running sums of its losses
+        self._best: dict = {}  # trial id -> its best (lowest) loss so far
 
     def settings(self) -> dict:
         return {**super().settings(), "grace_period": self.grace_period,
                 "min_samples_required": self.min_samples_required}
 
     def on_result(self, trial_id: str, result: dict) -> Decision:
-        t, score = self.result_time(trial_id, result), self.result_score(trial_id, result)
+        t, loss = self.result_time(trial_id, result), self.result_loss(trial_id, result)
         times = self._times.setdefault(trial_id, [])
         if times and t < times[-1]:
             raise ValueError(f"trial {trial_id!r} reported {self.time_attr}={t}, earlier than its previous "
                              f"result ({times[-1]}); the median stopping rule needs times that do not decrease")
-        self._record(trial_id, t, score)
+        self._record(trial_id, t, loss)
         if t < self.grace_period:
             return Decision.CONTINUE
         averages = [self._average(other, t) for other, other_times in self._times.items()
                     if other != trial_id and other_times[-1] >= t and other_times[0] <= t]
         if len(averages) < self.min_samples_required:
             return Decision.CONTINUE
-        return Decision.STOP if self._best[trial_id] < statistics.median(averages) else Decision.CONTINUE
+        return Decision.STOP if self._best[trial_id] > statistics.median(averages) else Decision.CONTINUE
 
-    def _record(self, trial_id, t, score):
+    def _record(self, trial_id, t, loss):
         self._times.setdefault(trial_id, []).append(t)
-        self._scores.setdefault(trial_id, []).append(score)
+        self._losses.setdefault(trial_id, []).append(loss)
         sums = self._sums.setdefault(trial_id, [])
-        sums.append(score + (sums[-1] if sums else 0.0))
-        self._best[trial_id] = max(score, self._best.get(trial_id, score))
+        sums.append(loss + (sums[-1] if sums else 0.0))
+        self._best[trial_id] = min(loss, self._best.get(trial_id, loss))
 
     def _average(self, trial_id, t):
         count = bisect.bisect_right(self._times[trial_id], t)
@@ -85,14 +85,14 @@ class MedianStoppingRule(MetricScheduler):
 
     def state_dict(self) -> dict:
         return {"settings": self.settings(),
-                "trials": {tid: [times, [encode(s) for s in self._scores[tid]]] for tid, times in self._times.items()}}
+                "trials": {tid: [times, [encode(v) for v in self._losses[tid]]] for tid, times in self._times.items()}}
 
     def load_state_dict(self, state: dict) -> None:
         check_settings(self, state)
-        self._times, self._scores, self._sums, self._best = {}, {}, {}, {}
-        for trial_id, (times, scores) in state["trials"].items():
-            for t, score in zip(times, scores):
-                self._record(trial_id, float(t), float(score))
+        self._times, self._losses, self._sums, self._best = {}, {}, {}, {}
+        for trial_id, (times, losses) in state["trials"].items():
+            for t, loss in zip(times, losses):
+                self._record(trial_id, float(t), float(loss))
 
 
 @hookimpl

@@ -3,7 +3,8 @@
 A searcher is four methods (plus :meth:`setup`, called once by the experiment):
 :meth:`suggest`, :meth:`on_result`, :meth:`on_complete`, and
 :meth:`state_dict` / :meth:`load_state_dict` so a resumed experiment continues
-where it stopped. Searchers minimise internally; ``mode="max"`` flips the sign.
+where it stopped. Like schedulers, searchers compare losses (lower is better; ``mode="max"``
+flips the metric's sign, see :mod:`ember.tune._objective`).
 
 >>> from ember.tune import SearchSpace, uniform
 >>> from ember.tune.searchers.base import Searcher
@@ -18,6 +19,8 @@ where it stopped. Searchers minimise internally; ``mode="max"`` flips the sign.
 from __future__ import annotations
 
 import numpy as np
+
+from .._objective import check_mode, loss
 
 #: what :meth:`Searcher.suggest` returns when it will never propose another configuration
 FINISHED = "FINISHED"
@@ -39,8 +42,7 @@ class Searcher:
         that knows how many configurations it gives sets ``self.total`` (an int) here; the experiment then
         leaves the stopping to it (others are capped at ``num_samples`` times the grid size).
         """
-        if mode not in ("min", "max"):
-            raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
+        check_mode(mode)
         self.space, self.metric, self.mode, self.seed, self.num_samples = space, metric, mode, seed, num_samples
         self.rng = np.random.default_rng(seed)
 
@@ -56,9 +58,8 @@ class Searcher:
         """The trial ended (finished, was stopped early, or errored); ``result`` is its last result, if any."""
 
     def loss(self, result: dict) -> float:
-        """The metric of ``result`` as a value to minimise."""
-        value = float(result[self.metric])
-        return value if self.mode == "min" else -value
+        """The metric of ``result`` as a value to minimise (the sign convention of searchers and schedulers)."""
+        return loss(result, self.metric, self.mode)
 
     def state_dict(self) -> dict:
         """Everything needed to continue, as JSON-serialisable data (the RNG state included)."""
