@@ -363,25 +363,27 @@ def _api_origins() -> dict[str, str]:
     return origins
 
 
-def core_submodules() -> list[str]:
-    """The public modules and packages of ember-core (``ember.linalg``, ``ember.onnx``, ...), from its files: which
-    of them ``dir(ember)`` lists depends on what the process has imported so far."""
-    return sorted(p.stem for p in PACKAGE.iterdir() if not p.name.startswith("_")
-                  and (p.suffix == ".py" or (p / "__init__.py").exists()))
+def submodules() -> list[str]:
+    """The public modules of the ``ember`` namespace, from the workspace's files: ember-core's (``ember.linalg``,
+    ``ember.onnx``, ...) and the other distributions' (``ember.nn``, ``ember.data``, ...), which ``ember`` imports
+    on first use. (Which of them ``dir(ember)`` lists depends on what the process has imported so far.)"""
+    found = {p.stem for p in PACKAGE.iterdir() if p.suffix == ".py"}
+    for src in [PACKAGE, *sorted(ROOT.glob("packages/*/src/ember"))]:
+        found |= {p.name for p in src.iterdir() if (p / "__init__.py").exists()}
+    return sorted(name for name in found if not name.startswith("_"))
 
 
 def namespace_names() -> list[str]:
-    """The names the stub declares: the public names of ``dir(ember)`` but modules, and ember-core's modules
-    (``ember.nn``, ``ember.data``, ... come from other distributions, with their own ``py.typed``)."""
+    """The names the stub declares: the public names of ``dir(ember)`` but modules, and the modules above."""
     names = {n for n in dir(ember) if (not n.startswith("_") or n == "__version__")
              and not isinstance(getattr(ember, n), types.ModuleType)}
-    return sorted(names | set(core_submodules()))
+    return sorted(names | set(submodules()))
 
 
 def namespace_stub() -> str:
     origins = _api_origins()
     imports, body = [], []
-    modules = set(core_submodules())
+    modules = set(submodules())
     for name in namespace_names():
         if name in modules:
             imports.append(f"from ember import {name} as {name}")
