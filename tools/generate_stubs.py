@@ -75,7 +75,7 @@ PARAMETERS = {
 #: a variadic ``*name`` of these names takes ints or one sequence of ints (``x.view(2, 3)``, ``x.view((2, 3))``)
 SHAPE_VARARGS = {"size", "shape", "sizes", "dims"}
 #: parameter types of one function where the rule by name is wrong
-PARAMETER_OVERRIDES = {("pow", "input"): TENSOR_OR_SCALAR, ("__getitem__", "key"): "Any",
+PARAMETER_OVERRIDES = {("pow", "input"): TENSOR_OR_SCALAR, ("where", "input"): TENSOR_OR_SCALAR, ("__getitem__", "key"): "Any",
                        ("__setitem__", "value"): "Any"}
 
 DIM_OR_DIMS = f"{INTS} | None"

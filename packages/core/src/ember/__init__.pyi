@@ -2951,7 +2951,11 @@ def vstack(tensors: Sequence[Tensor]) -> Tensor:
     """
 
 # ember.ops.shape
-def where(condition: Any, input: Tensor | None = ..., other: Tensor | builtins.float | None = ...) -> Tensor:
+def where(
+    condition: Any,
+    input: Tensor | builtins.float | None = ...,
+    other: Tensor | builtins.float | None = ...,
+) -> Tensor:
     """``input`` where ``condition`` holds, else ``other`` (broadcast; either may be a number).
 
     With only ``condition``, the same as ``nonzero(condition, as_tuple=True)``.

@@ -2314,7 +2314,7 @@ class Tensor:
                 [3, 4]])
         """
     # ember.ops.shape
-    def where(self, input: Tensor | None = ..., other: Tensor | builtins.float | None = ...) -> Tensor:
+    def where(self, input: Tensor | builtins.float | None = ..., other: Tensor | builtins.float | None = ...) -> Tensor:
         """``input`` where ``condition`` holds, else ``other`` (broadcast; either may be a number).
 
         With only ``condition``, the same as ``nonzero(condition, as_tuple=True)``.
