@@ -76,7 +76,7 @@ PARAMETERS = {
 SHAPE_VARARGS = {"size", "shape", "sizes", "dims"}
 #: parameter types of one function where the rule by name is wrong
 PARAMETER_OVERRIDES = {("pow", "input"): TENSOR_OR_SCALAR, ("where", "input"): TENSOR_OR_SCALAR,
-                       ("__getitem__", "key"): "Any",
+                       ("__getitem__", "key"): "Any", ("__array__", "dtype"): "Any",
                        ("__setitem__", "value"): "Any"}
 
 #: results that are not a Tensor (the default for ops and Tensor methods), by name
@@ -318,8 +318,9 @@ def tensor_members(cls=ember.Tensor) -> list[str]:
             first = "cls" if isinstance(value, classmethod) or name == "__new__" else None
             decorator = () if name == "__new__" else (f"@{type(value).__name__}",)
             body += function(name, fn, indent="    ", first=first, tensor_result=True, decorators=decorator)
-        elif callable(value):
-            body += function(name, value, indent="    ", first="self", tensor_result=True, origin=origin)
+        elif callable(value):  # a private helper's result is unknown; a public method's or operator's, a Tensor
+            private = name.startswith("_") and not name.startswith("__")
+            body += function(name, value, indent="    ", first="self", tensor_result=not private, origin=origin)
         else:
             body.append(f"    {name}: {attribute_type(name, value)}")
     return body

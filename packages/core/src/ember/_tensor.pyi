@@ -42,7 +42,7 @@ class Tensor:
         >>> ember.bitwise_and(ember.tensor([12, 10]), 6)
         tensor([4, 2])
         """
-    def __array__(self, dtype: _DType | None = ..., copy: Any = ...) -> Any:
+    def __array__(self, dtype: Any = ..., copy: Any = ...) -> Any:
         ...
     __array_priority__: builtins.int
     def __bool__(self) -> builtins.bool:
@@ -219,26 +219,26 @@ class Tensor:
         >>> ember.bitwise_xor(ember.tensor([12, 10]), 6)
         tensor([10, 12])
         """
-    def _alias_for_output(self) -> Tensor:
+    def _alias_for_output(self) -> Any:
         """A new tensor object over the same data and version counter, without autograd state."""
     @property
     def _backward_hooks(self) -> Any:
         """The hooks ``register_hook`` added, ``{handle id: hook}`` in order, or None (PyTorch's name for them)."""
     _base: Tensor | None
-    def _count_memory_of(self, source: Any) -> Tensor:
+    def _count_memory_of(self, source: Any) -> Any:
         """Count the bytes of ``source``'s storage, which this tensor now holds too, in place of its owner.
 
         The owner keeps this tensor alive from then on, so the bytes stay counted
         exactly once for as long as either of them lives.
         """
     _data: Any
-    def _detached_copy(self) -> Tensor:
+    def _detached_copy(self) -> Any:
         """A contiguous copy without autograd history (used for fresh ``.grad`` values)."""
     _device: _Device
     _dtype: _DType
     _grad: Tensor | None
     _grad_acc: Any
-    def _grad_accumulator(self) -> Tensor:
+    def _grad_accumulator(self) -> Any:
         ...
     _hooks: Any
     @property
@@ -255,12 +255,12 @@ class Tensor:
     _pinned: builtins.bool
     _post_acc_hooks: Any
     _requires_grad: builtins.bool
-    def _scalar(self, what: Any) -> Tensor:
+    def _scalar(self, what: Any) -> Any:
         ...
     @classmethod
     def _sharing(cls, data: Any, device: _Device | builtins.str | builtins.int, dtype: _DType, vc: Any) -> Tensor:
         """A tensor over an array some other tensor owns, with its version counter (memory not counted again)."""
-    def _take_over(self, new: Any) -> Tensor:
+    def _take_over(self, new: Any) -> Any:
         """Hold ``new``'s array, dtype and device (``self.data = new``), keeping the memory count right."""
     _vc: builtins.list[builtins.int]
     @property
