@@ -1,8 +1,8 @@
 """Write the type stubs of ember's public surface, so that editors and type checkers see what import makes.
 
 Most ``Tensor`` methods (``x.exp()``, ``x + y``) are attached by the ops in ``ember/ops/`` at import, and the
-top-level ``ember`` namespace is filled lazily from ``ember/_api.py``: a reader of the source finds neither. This
-script imports ember and writes
+top-level ``ember`` namespace is filled on first use (PEP 562's ``__getattr__`` in ``ember/__init__.py``): neither
+a reader of the source nor a type checker finds them. This script imports ember and writes
 
 - ``ember/_tensor.pyi``: the whole ``Tensor`` class (every method, property and operator, private ones included
   so that ember's own modules type-check against it) and the other names of ``ember/_tensor.py``;
