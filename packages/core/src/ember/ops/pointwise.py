@@ -80,7 +80,6 @@ def _float_unary(name, cls_name, forward, grad, saves, doc, example, aliases=())
     fn.op = op
     for n in (name,) + aliases:
         setattr(Tensor, n, fn)
-        globals()[n] = fn
     return fn
 
 
@@ -159,8 +158,10 @@ def _sinc_slope(a):
     return where(zero, 0.0, (px.cos() * px - px.sin()) / (px * x))
 
 
-for _entry in _FLOAT_UNARY:
-    _float_unary(*_entry)
+# module-level names, in _FLOAT_UNARY's order (unpacking fails if an entry is added here or there alone)
+(sqrt, rsqrt, exp, exp2, log, log2, log10, log1p, expm1, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh, asinh,
+ acosh, atanh, erf, reciprocal, deg2rad, rad2deg, sinc) = (_float_unary(*_entry) for _entry in _FLOAT_UNARY)
+arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
 
 
 # -- erf on any array-API backend --------------------------------------------------------------------------------
