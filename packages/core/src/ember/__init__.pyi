@@ -24,6 +24,7 @@ from ember import random as random
 from ember import return_types as return_types
 from ember import serialization as serialization
 from ember import tune as tune
+from ember import utils as utils
 from ember._api import bool as bool
 from ember._device import device as _Device
 from ember._device import device as device
@@ -611,6 +612,27 @@ def clone(input: Tensor, *, memory_format: Any = ...) -> Tensor:
     >>> x = ember.zeros(2); y = x.clone(); y[0] = 1.0
     >>> x
     tensor([0., 0.])
+    """
+
+# ember._plugins
+def collect_claims(hook_name: builtins.str, claim: builtins.str = ..., /, **hook_kwargs: Any) -> builtins.dict:
+    """Call hook ``hook_name`` on every plugin and gather what each claims: ``{key: (value, plugin_name)}``.
+
+    Each plugin's implementation is called on its own, through pluggy (so it receives, by name, the
+    arguments of ``hook_kwargs`` it asks for), and returns ``{key: value}``, a list of objects claimed
+    under their ``.name`` (as ``ember_backends`` does), or None. A key claimed by two plugins is a
+    :class:`~ember.errors.PluginError` naming both; ``claim`` describes one claim in that message,
+    ``{key}`` standing for the key. A hook implementation that raises, or returns anything else, is a
+    PluginError naming its plugin. Plugins are visited in the order pluggy lists their implementations
+    (the order of registration, unless ``tryfirst``/``trylast`` say otherwise).
+
+    >>> import ember
+    >>> backend, plugin_name = ember.collect_claims("ember_backends", "the backend for device type {key}")["cpu"]
+    >>> backend.name, plugin_name
+    ('cpu', 'ember.backends.cpu')
+    >>> kernels = ember.collect_claims("ember_op_kernels", "the kernel of op {key}", backend=backend)
+    >>> type(kernels)
+    <class 'dict'>
     """
 
 # ember.ops.shape
@@ -2218,8 +2240,11 @@ def register_plugin(plugin: Any, name: builtins.str | None = ...) -> Any:
     """Register ``plugin`` (a module or object with ``@ember.hookimpl`` functions) under ``name``.
 
     Built-ins use this same call. A name already taken by another plugin, or a
-    backend device type or op kernel that another plugin already gives, is a
-    :class:`~ember.errors.PluginError` naming both; the plugin is then not registered.
+    backend device type, op kernel, ONNX lowering or other claim that another
+    plugin already gives, is a :class:`~ember.errors.PluginError` naming both.
+    Any failure (an invalid hook implementation, a hook wrapper, a hook that
+    raises while the claims are checked, a clash) leaves the registry exactly
+    as it was: the plugin is not registered, not even in part.
 
     >>> import ember
     >>> class Twice:

@@ -238,8 +238,6 @@ class Tensor:
     _dtype: _DType
     _grad: Tensor | None
     _grad_acc: Any
-    def _grad_accumulator(self) -> Any:
-        ...
     _hooks: Any
     @property
     def _is_view(self) -> builtins.bool:
@@ -504,7 +502,7 @@ class Tensor:
         >>> ember.atanh(ember.tensor([0.0]))
         tensor([0.])
         """
-    # ember.autograd
+    # ember.autograd.gradients
     def backward(
         self,
         gradient: Any = ...,
@@ -2350,3 +2348,11 @@ def _wrap_dim(dim: builtins.int, ndim: builtins.int) -> builtins.int:
     ...
 def is_tensor(obj: Any) -> builtins.bool:
     """True if ``obj`` is an ember Tensor (or a subclass such as Parameter)."""
+def legacy_tensor_data(args: Any, device: _Device | builtins.str | builtins.int, dtype: _DType = ...) -> Any:
+    """``ember.Tensor(data)`` (a copy of data as ``dtype``) or ``ember.Tensor(2, 3)`` (uninitialised): the
+    array, device and dtype of the new tensor.
+    """
+def size_from_args(size: Any, fn: builtins.str = ...) -> builtins.tuple:
+    """``(2, 3)``, ``((2, 3),)`` or ``([2, 3],)`` as a shape tuple, with a clear error otherwise."""
+def to_numpy_data(data: Any) -> Any:
+    """``data`` (a tensor, nested sequences that may hold tensors, a NumPy array or scalar) as a NumPy array."""
