@@ -26,8 +26,8 @@ class Backend:
 
     #: device type served, e.g. ``"cpu"``
     name: str = ""
-    #: the array-API namespace ops run on
-    xp = None
+    #: the array-API namespace ops run on (a module, or an object standing in for one)
+    xp: Any = None
     #: ``{ember dtype: native dtype}`` of the dtypes this backend can hold
     dtypes: dict = {}
 
