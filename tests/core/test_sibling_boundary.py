@@ -13,13 +13,20 @@ and the test fails on
 - an import from the core modules that hold core's machinery under public-looking names (:data:`MACHINERY`).
 
 What must stay is listed in :data:`ALLOWED`, each entry with its reason; an entry that no longer matches
-anything fails too, so the list only shrinks.
+anything fails too, so the list only shrinks. Since ``ember._sibling_api`` is stable only within a minor
+version of ember-core, each sibling pins that minor version (and any sibling it depends on likewise).
 """
 from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10, where pytest itself depends on tomli
+    import tomli as tomllib
 
 import pytest
 
@@ -233,3 +240,21 @@ def test_the_checker_lets_through(source):
     checker = _Checker(("ember.nn", "ember.optim"))
     checker.visit(ast.parse(source))
     assert checker.found == []
+
+
+def _project(folder: str) -> dict:
+    return tomllib.loads((ROOT / "packages" / folder / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+
+
+@pytest.mark.parametrize("dist", sorted(DISTRIBUTIONS))
+def test_sibling_pins_the_minor_version_of_each_ember_distribution_it_needs(dist):
+    versions = {_project(folder)["name"]: _project(folder)["version"] for folder in ("core", *DISTRIBUTIONS)}
+    needs = {}
+    for requirement in _project(dist)["dependencies"]:
+        name, specifier = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)\s*(.*)", requirement).groups()
+        if name.startswith("ember-"):
+            needs[name] = specifier.replace(" ", "")
+    assert "ember-core" in needs
+    for name, specifier in needs.items():
+        major, minor = (int(n) for n in versions[name].split(".")[:2])
+        assert specifier == f">={major}.{minor},<{major}.{minor + 1}", (dist, name, specifier)
