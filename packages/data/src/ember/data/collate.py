@@ -131,10 +131,11 @@ def collate_tensor_fn(batch, *, collate_fn_map=None):
     one join of their arrays' bytes, wrapped in a tensor.
     """
     first = batch[0]
-    arrays = uniform_arrays(batch) if isinstance(first, Tensor) and first.device.type == "cpu" else None
+    device = first.device if isinstance(first, Tensor) else None
+    arrays = uniform_arrays(batch) if device is not None and device.type == "cpu" else None
     if arrays is None:  # (ember.stack names an odd one out)
         return ember.stack(batch)
-    return from_array(_stack(arrays, arrays[0].shape), first.device, first.dtype)
+    return from_array(_stack(arrays, arrays[0].shape), device, first.dtype)
 
 
 def collate_numpy_array_fn(batch, *, collate_fn_map=None):

@@ -104,17 +104,18 @@ def linear(input, weight, bias=None):
         for n in xs[:-1]:
             rows *= n
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{xs[-1]} and {ws[1]}x{ws[0]})")
-    if input.dtype is not weight.dtype:
+    dtype = weight.dtype
+    if input.dtype is not dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_c_name(input.dtype)} != "
-                           f"{_c_name(weight.dtype)}")
+                           f"{_c_name(dtype)}")
     if bias is None:
         return LinearNoBias.apply(input, weight)
     if not isinstance(bias, Tensor):
         raise TypeError(f"linear(): argument 'bias' must be Tensor, not {_typename(bias)}")
     if array(bias).shape != (ws[0],):
         raise RuntimeError(f"linear(): expected bias of shape [{ws[0]}] (out_features), got {bias.shape}")
-    if bias.dtype is not weight.dtype:
-        raise RuntimeError(f"linear(): bias has dtype {bias.dtype}, expected {weight.dtype} as the weight")
+    if bias.dtype is not dtype:
+        raise RuntimeError(f"linear(): bias has dtype {bias.dtype}, expected {dtype} as the weight")
     return Linear.apply(input, weight, bias)
 
 
