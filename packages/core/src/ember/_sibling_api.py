@@ -10,10 +10,10 @@ private module, a private name or a private tensor attribute of core other than
 through this module.
 
 Where PyTorch has a public way to do something (``t.data = new``,
-``t.add_(x)`` under ``no_grad``, ``ember.from_numpy``, ``t.numpy()``), the
-siblings use that; the functions here are for what has none, or for hot paths
-(an optimizer's step works on the backend arrays and bumps version counters
-itself, as an in-place op would).
+``t.add_(x)`` under ``no_grad``, ``ember.from_numpy``, ``t.numpy()``), a
+sibling uses that; the functions here are for what has none, and for hot paths
+that the public way would slow down (an optimizer's step works on the backend
+arrays and bumps the version counters itself, as an in-place op would).
 
 >>> import ember
 >>> from ember import _sibling_api as core
