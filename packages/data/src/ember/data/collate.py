@@ -22,6 +22,7 @@ import numpy as np
 
 import ember
 from ember import Tensor
+from ember._sibling_api import from_array, uniform_arrays
 
 __all__ = ["default_collate", "default_convert"]
 
@@ -129,32 +130,12 @@ def collate_tensor_fn(batch, *, collate_fn_map=None):
     CPU tensors of one dtype and shape that need no gradient take a fast path:
     one join of their arrays' bytes, wrapped in a tensor.
     """
-    arrays = _plain_cpu_arrays(batch)
-    if arrays is None:
+    first = batch[0]
+    device = first.device if isinstance(first, Tensor) else None
+    arrays = uniform_arrays(batch) if device is not None and device.type == "cpu" else None
+    if arrays is None:  # (ember.stack names an odd one out)
         return ember.stack(batch)
-    first = batch[0]
-    return Tensor._make(_stack(arrays, first._data.shape), first._device, first._dtype)
-
-
-def _plain_cpu_arrays(batch):
-    """The arrays of ``batch`` if it holds CPU tensors of one device, dtype and shape that need no gradient."""
-    first = batch[0]
-    arrays = []
-    append = arrays.append
-    try:
-        device, dtype, shape = first._device, first._dtype, first._data.shape
-        if device.type != "cpu":
-            return None
-        for t in batch:
-            # (a view whose base changed in place since may owe a refresh of its autograd history: ember.stack
-            # does it)
-            if (t._requires_grad or t._dtype is not dtype or t._device is not device or t._data.shape != shape
-                    or (t._base is not None and t._vc[0] != t._vv)):
-                return None
-            append(t._data)
-    except AttributeError:  # not all tensors: ember.stack names the odd one out
-        return None
-    return arrays
+    return from_array(_stack(arrays, arrays[0].shape), device, first.dtype)
 
 
 def collate_numpy_array_fn(batch, *, collate_fn_map=None):

@@ -11,17 +11,9 @@ tensor([1., 1.], requires_grad=True)
 from __future__ import annotations
 
 from ember import Tensor, empty
+from ember._sibling_api import share_storage
 
 __all__ = ["Parameter", "Buffer"]
-
-
-def _alias(cls, data):
-    """A ``cls`` tensor over ``data``'s array and version counter (no copy, no autograd history)."""
-    if not isinstance(data, Tensor):
-        raise TypeError(f"{cls.__name__}(): data must be a Tensor, but got {type(data).__name__}")
-    t = cls._sharing(data._data, data._device, data._dtype, data._vc)
-    t._count_memory_of(data)
-    return t
 
 
 class Parameter(Tensor):
@@ -37,7 +29,7 @@ class Parameter(Tensor):
     """
 
     def __new__(cls, data=None, requires_grad=True):
-        p = _alias(cls, empty(0) if data is None else data)
+        p = share_storage(cls, empty(0) if data is None else data)
         if requires_grad:
             p.requires_grad_(True)
         return p
@@ -66,7 +58,7 @@ class Buffer(Tensor):
     """
 
     def __new__(cls, data=None, *, persistent=True):
-        b = _alias(cls, empty(0) if data is None else data)
+        b = share_storage(cls, empty(0) if data is None else data)
         b.persistent = persistent
         return b
 

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import ember
+from ember._sibling_api import array, array_namespace, mark_modified
 
-from .optimizer import (Optimizer, advance_step, bump, check_differentiable, check_options, grad_array,
-                        new_step_tensor)
+from .optimizer import Optimizer, advance_step, check_differentiable, check_options, grad_array, new_step_tensor
 
 __all__ = ["Adagrad"]
 
@@ -65,13 +65,15 @@ class Adagrad(Optimizer):
                         self._init_state(p, group)
                     t = advance_step(state["step"])
                     g = grad_array(p, group["maximize"], group["weight_decay"])
-                    s = state["sum"]._data
-                    scratch = self._scratch.take(p._device.backend.xp, s)
+                    s = array(state["sum"])
+                    xp = array_namespace(p)
+                    scratch = self._scratch.take(xp, s)
                     s += scratch("multiply", g, g)
-                    denom = self._scratch.take(p._device.backend.xp, s, 1)("sqrt", s)
+                    denom = self._scratch.take(xp, s, 1)("sqrt", s)
                     denom += eps
                     update = scratch("multiply", g, -(lr / (1 + (t - 1) * lr_decay)))
                     update /= denom
-                    p._data += update
-                    bump(p, state["sum"])
+                    p_array = array(p)
+                    p_array += update
+                    mark_modified(p, state["sum"])
         return loss

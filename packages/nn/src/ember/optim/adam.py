@@ -4,9 +4,10 @@ from __future__ import annotations
 import math
 
 import ember
+from ember._sibling_api import array, array_namespace, mark_modified
 
-from .optimizer import (Optimizer, advance_step, bump, check_differentiable, check_options, grad_array,
-                        new_step_tensor, pieces)
+from .optimizer import (Optimizer, advance_step, check_differentiable, check_options, grad_array, new_step_tensor,
+                        pieces)
 
 __all__ = ["Adam"]
 
@@ -76,16 +77,17 @@ class Adam(Optimizer):
                         continue
                     state = self._state_of(p, amsgrad)
                     t = advance_step(state["step"])
+                    p_array = array(p)
                     if decoupled and weight_decay != 0:
-                        p._data *= 1 - lr * weight_decay
+                        p_array *= 1 - lr * weight_decay
                     g = grad_array(p, group["maximize"], 0 if decoupled else weight_decay)
-                    xp = p._device.backend.xp
+                    xp = array_namespace(p)
                     v_max = state["max_exp_avg_sq"] if amsgrad else None
                     scales = (1 - beta1, beta2, lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t), eps)
-                    for piece in pieces(p._data, g, state["exp_avg"]._data, state["exp_avg_sq"]._data,
-                                        None if v_max is None else v_max._data):
+                    for piece in pieces(p_array, g, array(state["exp_avg"]), array(state["exp_avg_sq"]),
+                                        None if v_max is None else array(v_max)):
                         self._update(xp, *piece, *scales)
-                    bump(p, state["exp_avg"], state["exp_avg_sq"], *([v_max] if amsgrad else []))
+                    mark_modified(p, state["exp_avg"], state["exp_avg_sq"], *([v_max] if amsgrad else []))
         return loss
 
     def _update(self, xp, p, g, m, v, v_max, keep_g, beta2, step_size, bias2_sqrt, eps):

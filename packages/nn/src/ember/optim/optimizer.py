@@ -29,6 +29,7 @@ from collections import OrderedDict, defaultdict
 from itertools import chain
 
 import ember
+from ember._sibling_api import array, mark_modified
 from ember.utils.hooks import add_hook
 from ember.nn.utils._zero_grad import zero_grads
 
@@ -359,25 +360,20 @@ def new_step_tensor():
 
 def advance_step(step_tensor) -> float:
     """Add one to a ``'step'`` tensor in place; returns the new count."""
-    step_tensor._data += 1
-    step_tensor._vc[0] += 1
-    return float(step_tensor._data)
-
-
-def bump(*tensors) -> None:
-    """Mark tensors whose arrays were changed in place (their version counters move on)."""
-    for t in tensors:
-        t._vc[0] += 1
+    count = array(step_tensor)
+    count += 1
+    mark_modified(step_tensor)
+    return float(count)
 
 
 def grad_array(p, maximize: bool, weight_decay: float = 0):
     """``p``'s gradient array, negated to maximize, plus ``weight_decay * p`` (never the ``.grad`` array
     itself once changed)."""
-    g = p.grad._data
+    g = array(p.grad)
     if maximize:
         g = -g
     if weight_decay != 0:
-        g = g + weight_decay * p._data
+        g = g + weight_decay * array(p)
     return g
 
 

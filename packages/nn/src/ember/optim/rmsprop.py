@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import ember
+from ember._sibling_api import array, array_namespace, mark_modified
 
-from .optimizer import (Optimizer, advance_step, bump, check_differentiable, check_options, grad_array,
-                        new_step_tensor)
+from .optimizer import Optimizer, advance_step, check_differentiable, check_options, grad_array, new_step_tensor
 
 __all__ = ["RMSprop"]
 
@@ -66,9 +66,9 @@ class RMSprop(Optimizer):
                         continue
                     state = self._state_of(p, group)
                     advance_step(state["step"])
-                    xp = p._device.backend.xp
+                    xp = array_namespace(p)
                     g = grad_array(p, group["maximize"], group["weight_decay"])
-                    v = state["square_avg"]._data
+                    v = array(state["square_avg"])
                     scratch = self._scratch.take(xp, v)
                     tmp = scratch("multiply", g, g)
                     tmp *= 1 - alpha
@@ -76,7 +76,7 @@ class RMSprop(Optimizer):
                     v += tmp
                     touched = [p, state["square_avg"]]
                     if group["centered"]:
-                        a = state["grad_avg"]._data
+                        a = array(state["grad_avg"])
                         tmp = scratch("subtract", g, a)
                         tmp *= 1 - alpha
                         a += tmp
@@ -87,14 +87,16 @@ class RMSprop(Optimizer):
                         denom = self._scratch.take(xp, v, 1)("sqrt", v)
                     denom += eps
                     if momentum > 0:
-                        b = state["momentum_buffer"]._data
+                        b = array(state["momentum_buffer"])
                         b *= momentum
                         b += scratch("divide", g, denom)
-                        p._data -= scratch("multiply", b, lr)
+                        p_array = array(p)
+                        p_array -= scratch("multiply", b, lr)
                         touched.append(state["momentum_buffer"])
                     else:
                         update = scratch("multiply", g, -lr)
                         update /= denom
-                        p._data += update
-                    bump(*touched)
+                        p_array = array(p)
+                        p_array += update
+                    mark_modified(*touched)
         return loss

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import ember
+from ember._sibling_api import array, array_namespace, from_array, mark_modified
 
-from .optimizer import Optimizer, bump, check_differentiable, check_options, grad_array, pieces
+from .optimizer import Optimizer, check_differentiable, check_options, grad_array, pieces
 
 __all__ = ["SGD"]
 
@@ -54,7 +55,7 @@ class SGD(Optimizer):
                 for p in group["params"]:
                     if p.grad is None:
                         continue
-                    xp = p._device.backend.xp
+                    xp = array_namespace(p)
                     g = grad_array(p, group["maximize"], group["weight_decay"])
                     b = fresh = None
                     if momentum != 0:
@@ -62,14 +63,13 @@ class SGD(Optimizer):
                         buf = state.get("momentum_buffer")
                         fresh = buf is None
                         if fresh:
-                            buf = state["momentum_buffer"] = ember.Tensor._make(xp.asarray(g, copy=True), p._device,
-                                                                                p._dtype)
+                            buf = state["momentum_buffer"] = from_array(xp.asarray(g, copy=True), p.device, p.dtype)
                         else:
-                            bump(buf)
-                        b = buf._data
-                    for piece in pieces(p._data, g, b):
+                            mark_modified(buf)
+                        b = array(buf)
+                    for piece in pieces(array(p), g, b):
                         self._update(xp, *piece, fresh, momentum, keep, nesterov, lr)
-                    bump(p)
+                    mark_modified(p)
         return loss
 
     def _update(self, xp, p, g, b, fresh, momentum, keep, nesterov, lr):

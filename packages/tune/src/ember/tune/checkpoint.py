@@ -44,7 +44,7 @@ class Checkpoint:
             raise TypeError(f"Checkpoint(path) expects the path of a safetensors file, got {type(path).__name__}; "
                             "use Checkpoint.from_dict(data) for an in-memory dict")
         self.path = os.fspath(path)
-        self._data = None
+        self._contents = None
 
     @classmethod
     def from_dict(cls, data: dict) -> "Checkpoint":
@@ -52,13 +52,13 @@ class Checkpoint:
         if not isinstance(data, dict):
             raise TypeError(f"Checkpoint.from_dict expects a dict, got {type(data).__name__}")
         ckpt = cls.__new__(cls)
-        ckpt.path, ckpt._data = None, data
+        ckpt.path, ckpt._contents = None, data
         return ckpt
 
     def to_dict(self) -> dict:
         """The checkpoint's contents: loaded from ``path`` with :func:`ember.load`, or the dict it was made from."""
-        if self._data is not None:
-            return self._data
+        if self._contents is not None:
+            return self._contents
         if not os.path.exists(self.path):
             raise FileNotFoundError(f"checkpoint file {self.path!r} does not exist (was it deleted by "
                                     "CheckpointConfig(num_to_keep=...)?)")
@@ -88,8 +88,8 @@ def write_checkpoint(checkpoint, trial_dir: str, iteration: int) -> Checkpoint:
     """
     target = checkpoint_path(trial_dir, iteration)
     os.makedirs(os.path.dirname(target), exist_ok=True)
-    if isinstance(checkpoint, Checkpoint) and checkpoint._data is not None:
-        checkpoint = checkpoint._data
+    if isinstance(checkpoint, Checkpoint) and checkpoint._contents is not None:
+        checkpoint = checkpoint._contents
     if isinstance(checkpoint, dict):
         import ember
         ember.save(checkpoint, target)

@@ -464,7 +464,7 @@ class Experiment:
         if checkpoint is None:
             return None
         if trial.trial_dir is None:
-            if isinstance(checkpoint, (str, os.PathLike)) and getattr(checkpoint, "_data", None) is None:
+            if isinstance(checkpoint, (str, os.PathLike)) and getattr(checkpoint, "_contents", None) is None:
                 return os.fspath(checkpoint)
             raise ValueError("report: a checkpoint dict needs a folder to be saved in; create the Experiment "
                              "with storage_path, or pass the path of a checkpoint you saved")

@@ -10,11 +10,9 @@ tensor([0.7071])
 """
 from __future__ import annotations
 
-from ember.autograd.grad_mode import STATE
+from ember import Tensor, is_grad_enabled
+from ember._sibling_api import broadcast_shape, pairwise_distance, promote, wrap_dim
 from ember.linalg import vector_norm
-from ember.ops._common import Tensor, promote, wrap_dim
-from ember.ops.loss_common import broadcast_shape
-from ember.ops.loss_embedding import pairwise_distance
 
 __all__ = ["normalize", "cosine_similarity", "pairwise_distance"]
 
@@ -33,7 +31,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """
     if not isinstance(input, Tensor):
         raise TypeError(f"normalize(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    if out is not None and input.requires_grad and STATE.enabled:
+    if out is not None and input.requires_grad and is_grad_enabled():
         raise RuntimeError("div(): functions with out=... arguments don't support automatic differentiation, but "
                            "one of the arguments requires grad.")
     result = input / vector_norm(input, p, dim=dim, keepdim=True).clamp_min(eps)
@@ -66,9 +64,9 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-08):
             raise TypeError(f"cosine_similarity(): argument '{name}' (position {position}) must be Tensor, not "
                             f"{type(t).__name__}")
     x1, x2 = promote(x1, x2)
-    if x1._dtype.category != 2:
+    if not x1.is_floating_point():
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
-                           f"{x1._dtype.scalar_type_name}")
+                           f"{x1.dtype.scalar_type_name}")
     shape = broadcast_shape(x1.shape, x2.shape)
     x1 = x1 if tuple(x1.shape) == shape else x1.expand(shape)
     x2 = x2 if tuple(x2.shape) == shape else x2.expand(shape)

@@ -16,9 +16,8 @@ tensor([[3., 3., 3., 3.],
 """
 from __future__ import annotations
 
-from ember import Tensor, einsum, matmul
-from ember.autograd.function import Op
-from ember.autograd.grad_mode import STATE
+from ember import Tensor, einsum, is_grad_enabled, matmul
+from ember._sibling_api import Op, array, array_namespace, from_array
 
 __all__ = ["linear", "bilinear"]
 
@@ -46,7 +45,7 @@ class LinearNoBias(Op):
     def backward(ctx, g):
         x, w = ctx.saved_tensors[:2]
         need = ctx.needs_input_grad
-        if not STATE.enabled:  # first order: straight on the arrays, three BLAS/reduction calls
+        if not is_grad_enabled():  # first order: straight on the arrays, three BLAS/reduction calls
             return _backward_arrays(g, x, w, need)
         g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
         gx = matmul(g, w) if need[0] else None
@@ -59,13 +58,13 @@ class LinearNoBias(Op):
 def _backward_arrays(g, x, w, need):
     """The gradients of input, weight (and bias) when they need no graph of their own: ``g @ w``,
     ``g.T @ x`` and ``g.sum(0)`` on the backend's arrays, made tensors at the end."""
-    xp, device = g._device.backend.xp, g._device
-    ga = g._data
+    xp, device = array_namespace(g), g.device
+    ga = array(g)
     g2 = _rows(xp, ga)
-    grads = [Tensor._make(xp.matmul(ga, w._data), device) if need[0] else None,
-             Tensor._make(xp.matmul(g2.T, _rows(xp, x._data)), device) if need[1] else None]
+    grads = [from_array(xp.matmul(ga, array(w)), device) if need[0] else None,
+             from_array(xp.matmul(g2.T, _rows(xp, array(x))), device) if need[1] else None]
     if len(need) == 3:
-        grads.append(Tensor._make(xp.sum(g2, axis=0), device) if need[2] else None)
+        grads.append(from_array(xp.sum(g2, axis=0), device) if need[2] else None)
     return tuple(grads)
 
 
@@ -96,7 +95,7 @@ def linear(input, weight, bias=None):
         if not isinstance(arg, Tensor):
             raise TypeError(f"linear(): argument '{what}' (position {1 + (what == 'weight')}) must be Tensor, "
                             f"not {_typename(arg)}")
-    xs, ws = input._data.shape, weight._data.shape
+    xs, ws = array(input).shape, array(weight).shape
     if len(ws) != 2 or not xs or xs[-1] != ws[1]:
         if len(ws) != 2 or not xs:
             raise RuntimeError(f"both arguments to linear need to be at least 1D (and weight 2D), but they are "
@@ -105,17 +104,18 @@ def linear(input, weight, bias=None):
         for n in xs[:-1]:
             rows *= n
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{xs[-1]} and {ws[1]}x{ws[0]})")
-    if input._dtype is not weight._dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_c_name(input._dtype)} != "
-                           f"{_c_name(weight._dtype)}")
+    dtype = weight.dtype
+    if input.dtype is not dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_c_name(input.dtype)} != "
+                           f"{_c_name(dtype)}")
     if bias is None:
         return LinearNoBias.apply(input, weight)
     if not isinstance(bias, Tensor):
         raise TypeError(f"linear(): argument 'bias' must be Tensor, not {_typename(bias)}")
-    if bias._data.shape != (ws[0],):
+    if array(bias).shape != (ws[0],):
         raise RuntimeError(f"linear(): expected bias of shape [{ws[0]}] (out_features), got {bias.shape}")
-    if bias._dtype is not weight._dtype:
-        raise RuntimeError(f"linear(): bias has dtype {bias._dtype}, expected {weight._dtype} as the weight")
+    if bias.dtype is not dtype:
+        raise RuntimeError(f"linear(): bias has dtype {bias.dtype}, expected {dtype} as the weight")
     return Linear.apply(input, weight, bias)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import warnings
 
 from ember import Tensor, is_grad_enabled
+from ember._sibling_api import is_view, take_history, version
 from ember.autograd import Function
 
 __all__ = ["BackwardHook"]
@@ -72,21 +73,21 @@ class BackwardHook:
         res, self.input_index = self._wrap(args, lambda node: node.register_hook(self._input_grads_ready))
         self.n_inputs = len(args)
         if self.input_index is not None:
-            self.inputs = [(args[i], res[i], res[i]._vc[0]) for i in self.input_index if args[i].requires_grad]
+            self.inputs = [(args[i], res[i], version(res[i])) for i in self.input_index if args[i].requires_grad]
         return res
 
     def sync_inputs(self) -> None:
         """After ``forward``: give an input that ``forward`` changed in place its new history."""
-        for i, (orig, wrapped, version) in enumerate(self.inputs):
-            if wrapped._vc[0] == version:
+        for i, (orig, wrapped, seen) in enumerate(self.inputs):
+            if version(wrapped) == seen:
                 continue
             if orig.grad_fn is None:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-            if orig._base is not None:
+            if is_view(orig):
                 raise RuntimeError(f"{type(self.module).__name__}.forward changed its input {i} in place, and that "
                                    "input is a view; with backward hooks on the module this is not supported. "
                                    "Clone the input first, or use the out-of-place op.")
-            orig.grad_fn, orig._output_nr = wrapped.grad_fn, wrapped._output_nr
+            take_history(orig, wrapped)
 
     def setup_output_hook(self, result):
         """Wrap the module's output (a tensor or a tuple); remembers its gradients when they arrive."""

@@ -15,7 +15,7 @@ tensor(1.0986)
 """
 from __future__ import annotations
 
-from ember.ops.loss_common import get_reduction
+from ember._sibling_api import get_reduction
 
 from .. import functional as F
 from .module import Module

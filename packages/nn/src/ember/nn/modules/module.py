@@ -29,9 +29,9 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from ember import Tensor, no_grad
-from ember.ops.conversion import _parse_to
+from ember._sibling_api import parse_to, share_storage
 
-from ..parameter import Buffer, Parameter, _alias
+from ..parameter import Buffer, Parameter
 from ..utils._zero_grad import zero_grads
 from ._hooks import (HooksMixin, register_module_forward_hook, register_module_forward_pre_hook,
                      register_module_full_backward_hook, register_module_full_backward_pre_hook)
@@ -129,7 +129,7 @@ class Module(StateDictMixin, HooksMixin):
             raise TypeError(f"cannot assign '{typename(tensor)}' object to buffer '{name}' "
                             "(ember Tensor or None required)")
         if isinstance(tensor, Buffer):
-            tensor = _alias(Tensor, tensor)  # the module keeps a plain tensor
+            tensor = share_storage(Tensor, tensor)  # the module keeps a plain tensor
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -377,9 +377,9 @@ class Module(StateDictMixin, HooksMixin):
             for param in self._parameters.values():
                 if param is None:
                     continue
-                param._take_over(fn(param))
+                param.data = fn(param)
                 if param.grad is not None:
-                    param.grad._take_over(fn(param.grad))
+                    param.grad.data = fn(param.grad)
             buffers = self._buffers
             for key, buf in buffers.items():
                 if buf is not None:
@@ -396,7 +396,7 @@ class Module(StateDictMixin, HooksMixin):
         >>> ember.nn.Linear(2, 2).to(ember.float64).weight.dtype
         ember.float64
         """
-        dtype, device, _ = _parse_to(tuple(a for a in args if not isinstance(a, bool)), dict(kwargs))
+        dtype, device, _ = parse_to(tuple(a for a in args if not isinstance(a, bool)), dict(kwargs))
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")

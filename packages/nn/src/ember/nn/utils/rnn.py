@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ember.autograd.function import Op
-from ember.ops._common import Tensor, cast_scalar
+from ember import Tensor
+from ember._sibling_api import Op, cast_scalar
 
 __all__ = ["pad_sequence"]
 
