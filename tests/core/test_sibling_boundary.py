@@ -43,6 +43,7 @@ DISTRIBUTIONS = {
     "nn": (ROOT / "packages/nn/src", ("ember.nn", "ember.optim")),
     "data": (ROOT / "packages/data/src", ("ember.data",)),
     "tune": (ROOT / "packages/tune/src", ("ember.tune",)),
+    "onnx": (ROOT / "packages/onnx/src", ("ember.onnx",)),
 }
 
 #: the one private core module a sibling may import: the documented internal API
@@ -97,8 +98,9 @@ def _is_module(dotted: str) -> bool:
 class _Checker(ast.NodeVisitor):
     """Collects ``(line, name, what)`` for each reach into another distribution's internals in one file."""
 
-    def __init__(self, own: tuple):
+    def __init__(self, own: tuple, package: str):
         self.own = own              # this distribution's top-level subpackages
+        self.package = package      # the package the file is in, to resolve its relative imports
         self.modules: dict = {}     # local name -> dotted module it is bound to
         self.classes: list = []     # enclosing classes: whether each is a tensor class
         self.found: list = []
@@ -130,7 +132,10 @@ class _Checker(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node):
         module = node.module or ""
-        if node.level or not self.foreign(module):
+        if node.level:  # ``from .. import _plugins`` in ember.onnx is ember._plugins, another distribution's
+            parts = self.package.split(".")
+            module = ".".join(parts[: len(parts) - node.level + 1] + ([module] if module else []))
+        if not self.foreign(module):
             return
         self.check_module(node, module)
         for alias in node.names:
@@ -185,7 +190,8 @@ def _reaches(dist: str) -> list:
     src, own = DISTRIBUTIONS[dist]
     out = []
     for path in sorted(src.rglob("*.py")):
-        checker = _Checker(own)
+        parts = path.relative_to(src).with_suffix("").parts
+        checker = _Checker(own, ".".join(parts if parts[-1] == "__init__" else parts[:-1]))
         checker.visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
         rel = path.relative_to(ROOT).as_posix()
         out += [(rel, line, name, what) for line, name, what in checker.found]
