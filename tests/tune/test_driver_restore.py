@@ -219,6 +219,7 @@ def test_journal_syncs_in_the_background_when_asked_and_on_close(tmp_path, monke
     from ember.tune import journal as journal_module
     synced = []  # (thread name, bytes in the file when the sync ran)
     path = str(tmp_path / "journal.jsonl")
+    # an fsync leaves no trace a test can see, so the journal's one call to it is recorded in its place
     monkeypatch.setattr(journal_module, "_fsync",
                         lambda fd: synced.append((threading.current_thread().name, os.fstat(fd).st_size)))
     def syncers():
