@@ -207,3 +207,10 @@ def test_grad_fn_names():
 def test_gather_family_errors(device, call, exc, msg):
     with pytest.raises(exc, match=msg):
         call(ember.zeros(3, 4, device=device))
+
+
+def test_scatter_multiply_on_strict_names_op_and_backend():
+    x = ember.ones(2, 3, device="strict")
+    with pytest.raises(ember.UnsupportedOpError, match="op 'scatter' with reduce='multiply' is not supported by "
+                                                       "backend 'strict'"):
+        x.clone().scatter_(1, ember.tensor([[0], [2]], device="strict"), 2.0, reduce="multiply")

@@ -328,9 +328,7 @@ def test_subclass_prints_its_class_name():
     class Special(ember.Tensor):
         pass
 
-    t = ember.tensor([1.0, 2.0])
-    s = Special._make(t._data, t.device)
-    assert repr(s) == "Special([1., 2.])"
+    assert repr(Special([1.0, 2.0])) == "Special([1., 2.])"
 
 
 def test_summarized_print_reads_only_edge_values_of_a_big_tensor():
@@ -338,3 +336,26 @@ def test_summarized_print_reads_only_edge_values_of_a_big_tensor():
     values[500, 500] = 1e-9  # hidden in the middle: not shown, so it must not switch on scientific notation
     t = ember.from_numpy(values)
     assert repr(t).splitlines()[0] == "tensor([[0., 0., 0.,  ..., 0., 0., 0.],"
+
+
+# -- named result tuples print like PyTorch's --------------------------------------------------------------
+@pytest.mark.parametrize("call, head", [
+    (lambda x: x.sort(), "ember.return_types.sort(\nvalues=tensor("),
+    (lambda x: x.topk(1), "ember.return_types.topk(\nvalues=tensor("),
+    (lambda x: x.kthvalue(1), "ember.return_types.kthvalue(\nvalues=tensor("),
+    (lambda x: x.max(0), "ember.return_types.max(\nvalues=tensor("),
+    (lambda x: ember.linalg.qr(x), "ember.return_types.linalg_qr(\nQ=tensor("),
+    (lambda x: ember.linalg.eigh(x @ x.T), "ember.return_types.linalg_eigh(\neigenvalues=tensor("),
+    (lambda x: ember.linalg.svd(x), "ember.return_types.linalg_svd(\nU=tensor("),
+    (lambda x: ember.linalg.slogdet(x), "ember.return_types.linalg_slogdet(\nsign=tensor("),
+])
+def test_result_tuples_print_as_pytorch_return_types(call, head):
+    r = call(ember.tensor([[3.0, 1.0], [0.0, 2.0]]))
+    assert repr(r).startswith(head) and repr(r).endswith("))")
+    assert type(r).__module__ == "ember.return_types" and isinstance(r, tuple)
+    assert isinstance(r, getattr(ember.return_types, type(r).__name__))
+
+
+def test_sort_result_repr_in_full():
+    assert repr(ember.tensor([3.0, 1.0]).sort()) == ("ember.return_types.sort(\nvalues=tensor([1., 3.]),\n"
+                                                     "indices=tensor([1, 0]))")

@@ -12,6 +12,7 @@ from .helpers import check_grads, rand64
 @pytest.fixture(params=["kernel", "generic"])
 def forward(request, monkeypatch):
     """Run the LSTM op on the CPU with the NumPy kernel, or with the generic forward."""
+    # a plugin may not claim a kernel the CPU backend already gives, so the op's resolved kernel is swapped directly
     kernel = _recurrent_numpy.lstm if request.param == "kernel" else LSTM.forward
     monkeypatch.setitem(LSTM._kernels, "cpu", kernel)
     return request.param
@@ -38,6 +39,7 @@ def _run(dtype, proj, reverse, seed=0):
 def test_kernel_matches_the_generic_op(monkeypatch, dtype, proj, reverse):
     got = {}
     for name, kernel in (("kernel", _recurrent_numpy.lstm), ("generic", LSTM.forward)):
+        # swapped directly, as in the fixture above: the only way to run both paths on one backend
         monkeypatch.setitem(LSTM._kernels, "cpu", kernel)
         got[name] = _run(dtype, proj, reverse)
     tol = 1e-5 if dtype == ember.float32 else 1e-12

@@ -152,17 +152,19 @@ def test_external_grad_example():
 # -- seeds/000 and 003: tensor hooks, freezing, .data.fill_ ----------------------------------------------------------------
 
 def test_register_hook_and_backward_hooks_listing():
+    # _backward_hooks is PyTorch's own attribute (like _version), read by the tutorial this seed reproduces
     tensor = ember.ones(2, requires_grad=True)
     assert tensor._backward_hooks is None
+    seen = []
 
     def hook(grad):
-        pass
+        seen.append(grad.tolist())
 
     tensor.register_hook(hook)
     hooks = tensor._backward_hooks
     assert list(hooks.values()) == [hook]          # PyTorch: OrderedDict([(0, <function hook>)])
     (tensor * 2).sum().backward()
-    assert tensor.grad.tolist() == [2.0, 2.0]
+    assert seen == [[2.0, 2.0]] and tensor.grad.tolist() == [2.0, 2.0]
 
 
 def test_tensor_hook_collects_gradients():

@@ -90,19 +90,19 @@ def test_shuffled_orders_are_uniform():
     assert (((counts - 300) ** 2) / 300).sum() < 37  # P(chi2_9 > 37) < 1e-5
 
 
-def test_set_epoch_and_next_epoch():
+def test_the_epoch_alone_decides_the_order():
+    # (the DataLoader advancing the epoch itself is tested in test_loader_distributed_epochs.py)
     s = DistributedSampler(range(8), 2, 0)
-    assert s._epoch_set_explicitly is False
+    assert s.epoch == 0
     first = list(s)
-    s._next_epoch()
-    assert s.epoch == 1 and s._epoch_set_explicitly is False
+    assert list(s) == first  # the same epoch gives the same order on every pass
+    s.set_epoch(1)
     second = list(s)
-    assert second != first
+    assert s.epoch == 1 and second != first
     s.set_epoch(0)
-    assert s.epoch == 0 and s._epoch_set_explicitly is True
     assert list(s) == first
-    s._next_epoch()
-    assert s.epoch == 1 and list(s) == second
+    s.set_epoch(1)
+    assert list(s) == second
 
 
 def test_defaults_from_the_launcher_environment(monkeypatch):

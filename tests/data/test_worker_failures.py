@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -28,19 +29,31 @@ def gone(pid: int, within: float = 5.0) -> bool:
     return False
 
 
-def reaped(workers, within: float = 5.0) -> bool:
-    """Every worker process has exited and been joined (``is_alive()`` reaps)."""
+def child_pids() -> set[int]:
+    """The live child processes of this one (joining any that exited): workers as the OS sees them."""
+    return {p.pid for p in multiprocessing.active_children()}
+
+
+def reaped(pids: set[int], within: float = 5.0) -> bool:
+    """Every one of these child processes has exited and been joined."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        if not any(proc.is_alive() for proc in workers):
+        if not pids & child_pids():
             return True
         time.sleep(0.02)
     return False
 
 
+def shared_memory(prefix: str) -> set[str]:
+    """The names in /dev/shm that start with ``prefix`` (``ember_<pid>_``: every name a process's loaders make)."""
+    return {p for p in os.listdir("/dev/shm") if p.startswith(prefix.lstrip("/"))}
+
+
 def no_shared_memory_left(prefix: str) -> bool:
-    """Nothing in /dev/shm starts with ``prefix`` (an iterator's, or ``ember_<pid>_`` for a whole process)."""
-    return not [p for p in os.listdir("/dev/shm") if p.startswith(prefix.lstrip("/"))]
+    return not shared_memory(prefix)
+
+
+OURS = f"ember_{os.getpid()}_"
 
 
 def test_an_exception_in_a_worker_is_raised_with_its_type_worker_id_and_traceback():
@@ -79,43 +92,48 @@ def test_a_worker_that_dies_is_reported_within_seconds_with_its_id_and_exit_code
 
 
 def test_a_worker_killed_from_outside_while_the_main_waits_is_reported():
+    before = child_pids()
     it = iter(DataLoader(SlowAt(10, slow=0, seconds=30), batch_size=1, num_workers=2))
-    victim = it._workers[0]
+    victim = min(child_pids() - before)
     time.sleep(0.2)
-    os.kill(victim.pid, 9)
+    os.kill(victim, 9)
     start = time.monotonic()
-    with pytest.raises(WorkerDiedError, match="worker 0"):
+    with pytest.raises(WorkerDiedError, match=rf"worker \d \(pid {victim}\)"):
         next(it)
     assert time.monotonic() - start < 5.0
 
 
 def test_timeout_raises_when_a_batch_takes_too_long():
     loader = DataLoader(SlowAt(10, slow=4, seconds=30), batch_size=2, num_workers=1, timeout=0.5)
+    before = child_pids()
     it = iter(loader)
+    workers = child_pids() - before
     assert next(it).tolist() == [0, 1] and next(it).tolist() == [2, 3]
     start = time.monotonic()
     with pytest.raises(DataLoaderTimeoutError, match="DataLoader timed out after 0.5 seconds"):
         next(it)
     assert 0.4 < time.monotonic() - start < 3.0
-    assert not any(p.is_alive() for p in it._workers)
+    assert len(workers) == 1 and not workers & child_pids()
 
 
 def test_dropping_the_iterator_shuts_the_workers_down():
+    before, names = child_pids(), shared_memory(OURS)
     it = iter(DataLoader(Echo(100), batch_size=2, num_workers=2))
     next(it)
-    workers, prefix = it._workers, it._shm_prefix
+    workers = child_pids() - before
     del it
     gc.collect()
-    assert reaped(workers) and no_shared_memory_left(prefix)
+    assert len(workers) == 2 and reaped(workers) and shared_memory(OURS) <= names
 
 
 def test_an_exception_unwinding_through_the_loop_shuts_the_workers_down():
     loader = DataLoader(Echo(100), batch_size=2, num_workers=2)
-    workers = []
+    before = child_pids()
+    workers = set()
 
     def train():
-        for _ in (it := iter(loader)):
-            workers.extend(it._workers)
+        for _ in iter(loader):
+            workers.update(child_pids() - before)
             raise KeyError("user code failed")
 
     with pytest.raises(KeyError) as info:
@@ -126,23 +144,24 @@ def test_an_exception_unwinding_through_the_loop_shuts_the_workers_down():
 
 
 def test_workers_stuck_in_a_slow_item_are_terminated_on_shutdown():
+    before = child_pids()
     it = iter(DataLoader(SlowAt(4, slow=0, seconds=60), batch_size=1, num_workers=1))
-    pid = it._workers[0].pid
+    (pid,) = child_pids() - before
     time.sleep(0.2)
     start = time.monotonic()
-    it._shutdown_workers()
+    it._shutdown_workers()  # private: the join-then-terminate path, which dropping the iterator defers to later
     assert gone(pid, within=1.0) and time.monotonic() - start < 8.0
 
 
 def test_the_interpreter_exits_promptly_and_takes_the_workers_along(tmp_path):
     script = textwrap.dedent("""
-        import os, sys
+        import multiprocessing, os, sys
         sys.path.insert(0, sys.argv[1])
         from ember.data import DataLoader
         from datasets_for_tests import Echo
         it = iter(DataLoader(Echo(1000), batch_size=2, num_workers=2, persistent_workers=True))
         next(it)
-        print(os.getpid(), *[p.pid for p in it._workers], flush=True)
+        print(os.getpid(), *[p.pid for p in multiprocessing.active_children()], flush=True)
         # no clean-up: the interpreter exits with the iterator alive
     """)
     start = time.monotonic()
@@ -157,13 +176,13 @@ def test_the_interpreter_exits_promptly_and_takes_the_workers_along(tmp_path):
 
 def test_workers_exit_when_the_main_process_is_killed(tmp_path):
     script = textwrap.dedent("""
-        import os, sys, time
+        import multiprocessing, os, sys, time
         sys.path.insert(0, sys.argv[1])
         from ember.data import DataLoader
         from datasets_for_tests import Echo
         it = iter(DataLoader(Echo(1000), batch_size=2, num_workers=2))
         next(it)
-        print(*[p.pid for p in it._workers], flush=True)
+        print(*[p.pid for p in multiprocessing.active_children()], flush=True)
         time.sleep(60)
     """)
     proc = subprocess.Popen([sys.executable, "-c", script, os.path.dirname(__file__)], stdout=subprocess.PIPE, text=True)

@@ -35,7 +35,7 @@ def test_sequential_indexing_and_slicing():
     assert s[-1].in_features == 3 and len(s) == 3 and sizes(s) == [1, 2, 3]
     assert repr(s[1:]) == ("Sequential(\n  (1): Linear(in_features=2, out_features=2, bias=True)\n"
                            "  (2): Linear(in_features=3, out_features=3, bias=True)\n)")
-    assert type(s[::2]) is nn.Sequential and list(s[::2]._modules) == ["0", "2"]
+    assert type(s[::2]) is nn.Sequential and [n for n, _ in s[::2].named_children()] == ["0", "2"]
     with pytest.raises(IndexError, match="index 3 is out of range"):
         s[3]
     with pytest.raises(TypeError, match="'str' object cannot be interpreted as an integer"):
@@ -43,7 +43,7 @@ def test_sequential_indexing_and_slicing():
     s[0] = L(9)
     assert s[0].in_features == 9
     del s[0]
-    assert list(s._modules) == ["0", "1"] and sizes(s) == [2, 3]
+    assert [n for n, _ in s.named_children()] == ["0", "1"] and sizes(s) == [2, 3]
 
 
 def test_sequential_append_insert_extend_pop_add():
@@ -51,7 +51,7 @@ def test_sequential_append_insert_extend_pop_add():
     assert s.append(L(4)) is s
     s.insert(0, L(5))
     s.insert(-1, L(6))
-    assert sizes(s) == [5, 2, 3, 6, 4] and list(s._modules) == ["0", "1", "2", "3", "4"]
+    assert sizes(s) == [5, 2, 3, 6, 4] and [n for n, _ in s.named_children()] == ["0", "1", "2", "3", "4"]
     assert s.pop(1).in_features == 2 and len(s) == 4
     s.extend([L(7)])
     assert sizes(s) == [5, 3, 6, 4, 7]
@@ -88,7 +88,7 @@ def test_module_list_api():
     assert sizes(ml) == [1, 6, 2, 3, 4, 5] and len(ml) == 6
     assert sizes(ml[1:3]) == [6, 2] and type(ml[1:3]) is nn.ModuleList and ml[-1].in_features == 5
     del ml[::2]
-    assert sizes(ml) == [6, 3, 5] and list(ml._modules) == ["0", "1", "2"]
+    assert sizes(ml) == [6, 3, 5] and [n for n, _ in ml.named_children()] == ["0", "1", "2"]
     assert ml.pop(0).in_features == 6 and len(ml) == 2
     assert sizes(ml + nn.ModuleList([L(9)])) == [3, 5, 9]
     ml[0] = L(7)

@@ -77,9 +77,20 @@ def test_attributes_like_pytorch():
     conv = nn.Conv2d(4, 8, (2, 4), padding="same", dilation=(1, 3))
     assert (conv.kernel_size, conv.stride, conv.dilation, conv.output_padding) == ((2, 4), (1, 1), (1, 3), (0, 0))
     assert conv.padding == "same" and conv.transposed is False and conv.padding_mode == "zeros"
-    assert conv._reversed_padding_repeated_twice == [4, 5, 0, 1]  # torch 2.13 gives the same list
-    assert nn.Conv2d(4, 8, 3, padding=(1, 2))._reversed_padding_repeated_twice == [2, 2, 1, 1]
     assert nn.ConvTranspose2d(4, 8, 3).transposed is True
+
+
+@pytest.mark.parametrize("kwargs, pads", [
+    (dict(kernel_size=(2, 4), padding="same", dilation=(1, 3), padding_mode="circular"), [4, 5, 0, 1]),
+    (dict(kernel_size=3, padding=(1, 2), padding_mode="reflect"), [2, 2, 1, 1]),
+])
+def test_a_padding_mode_pads_each_side_like_pytorch(kwargs, pads):
+    # torch 2.13 pads by the same lists (last dimension's left and right first): "same" puts the odd one on the right
+    conv = nn.Conv2d(1, 1, bias=False, **kwargs)
+    x = ember.randn(1, 1, 5, 12)
+    padded = F.pad(x, pads, mode=kwargs["padding_mode"])
+    expected = F.conv2d(padded, conv.weight, dilation=kwargs.get("dilation", 1))
+    np.testing.assert_allclose(conv(x).detach().numpy(), expected.detach().numpy(), rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("kwargs", [dict(), dict(stride=2, padding=1), dict(dilation=2, groups=2),

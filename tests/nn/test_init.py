@@ -54,6 +54,7 @@ def test_calculate_gain_errors():
     ((7, 0), (0, 7)),
 ])
 def test_fan_in_and_fan_out(shape, fans):
+    # PyTorch's own helper, mirrored: every init_ scales by these fans, which random samples cannot give back exactly
     assert init._calculate_fan_in_and_fan_out(ember.empty(*shape)) == fans
 
 

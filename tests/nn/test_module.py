@@ -39,14 +39,20 @@ class Net(nn.Module):
 
 # -- registration ------------------------------------------------------------------------------------------------
 
+def _own(named):
+    """The names of a module's own parameters, buffers or children, from ``named_*(recurse=False)``."""
+    return [name for name, _ in named]
+
+
 def test_attribute_assignment_registers_parameters_modules_buffers():
     net = Net()
-    assert list(net._parameters) == [] and list(net._modules) == ["fc", "blocks"]
-    assert list(net._buffers) == ["steps", "scale"]
-    assert net.fc is net._modules["fc"] and net.steps is net._buffers["steps"]
+    assert _own(net.named_parameters(recurse=False)) == [] and _own(net.named_children()) == ["fc", "blocks"]
+    assert _own(net.named_buffers(recurse=False)) == ["steps", "scale"]
+    assert net.fc is net.get_submodule("fc") and net.steps is net.get_buffer("steps")
     net.w = nn.Parameter(ember.ones(2))
     net.plain = ember.ones(2)  # a plain tensor is an ordinary attribute
-    assert list(net._parameters) == ["w"] and "plain" in net.__dict__ and "plain" not in net._buffers
+    assert _own(net.named_parameters(recurse=False)) == ["w"] and net.plain.tolist() == [1.0, 1.0]
+    assert "plain" not in _own(net.named_buffers()) and "plain" not in net.state_dict()
 
 
 def test_reassignment_checks_the_kind():
@@ -56,7 +62,9 @@ def test_reassignment_checks_the_kind():
                                         r"\(ember.nn.Parameter or None expected\)"):
         m.x = ember.ones(1)
     m.x = None
-    assert m._parameters == {"x": None} and m.x is None
+    assert m.x is None and _own(m.named_parameters()) == []
+    with pytest.raises(TypeError, match=r"as parameter 'x'"):  # the name stays a parameter's, now empty
+        m.x = ember.ones(1)
     m.s = nn.Linear(1, 1)
     with pytest.raises(TypeError, match=r"cannot assign 'int' as child module 's' \(ember.nn.Module or None "
                                         r"expected\)"):
@@ -65,9 +73,9 @@ def test_reassignment_checks_the_kind():
     with pytest.raises(TypeError, match=r"cannot assign 'int' as buffer 'bb'"):
         m.bb = 3
     m.bb = ember.zeros(2)  # a tensor assigned to a buffer's name replaces the buffer
-    assert m._buffers["bb"].tolist() == [0.0, 0.0]
+    assert m.get_buffer("bb").tolist() == [0.0, 0.0]
     m.s = nn.Parameter(ember.ones(1))  # a parameter under a module's name replaces the module
-    assert m._modules == {} and list(m._parameters) == ["x", "s"]
+    assert _own(m.named_children()) == [] and _own(m.named_parameters()) == ["s"]
 
 
 def test_register_parameter_and_buffer_errors():
@@ -91,7 +99,7 @@ def test_register_parameter_and_buffer_errors():
     with pytest.raises(TypeError, match="int is not a Module subclass"):
         m.add_module("k", 3)
     m.register_module("k", nn.Identity())
-    assert "k" in m._modules
+    assert _own(m.named_children()) == ["fc", "k"]
 
 
 def test_parameter_from_a_non_leaf_cannot_be_registered():
@@ -127,12 +135,12 @@ def test_getattr_and_delattr():
     with pytest.raises(AttributeError, match="'Net' object has no attribute 'zz'"):
         net.zz
     del net.fc, net.steps
-    assert "fc" not in net._modules and "steps" not in net._buffers
+    assert _own(net.named_children()) == ["blocks"] and _own(net.named_buffers()) == ["scale"]
     net.w = nn.Parameter(ember.ones(1))
     del net.w
-    assert "w" not in net._parameters
+    assert _own(net.named_parameters(recurse=False)) == []
     del net.scale
-    assert net._non_persistent_buffers_set == set()
+    assert _own(net.named_buffers()) == [] and not hasattr(net, "scale")
     with pytest.raises(AttributeError):
         del net.nothing
 

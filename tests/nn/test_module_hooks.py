@@ -103,7 +103,11 @@ def test_always_call_hook_runs_when_forward_raises():
         b(1)
     assert calls == [("always", None)]
     other = Bad()
-    other.register_forward_hook(lambda *a: None, always_call=True, with_kwargs=True).remove()
+    other.register_forward_hook(lambda *a: calls.append("removed"), always_call=True, with_kwargs=True).remove()
+    with pytest.raises(ValueError, match="boom"):
+        other(1)
+    assert calls == [("always", None)]  # a removed always_call hook does not run
+    # and leaves no bookkeeping behind (a module with none calls forward directly: nothing else shows that)
     assert not (other._forward_hooks or other._forward_hooks_always_called or other._forward_hooks_with_kwargs
                 or other._call_hook_ids)
 
@@ -119,6 +123,7 @@ def test_global_forward_hooks_apply_to_every_module():
         pre.remove()
     nn.Identity()(1)
     assert seen == ["pre", "pre", "Identity", "pre", "Linear", "Sequential"]
+    # removal leaves no global bookkeeping behind (with none, every module calls forward directly: nothing else shows)
     assert not _hooks._global_forward_hooks and not _hooks._global_call_hook_ids
 
 
@@ -133,6 +138,7 @@ def test_no_hooks_means_forward_is_called_directly():
     m = Spy()
     handle = m.register_forward_hook(lambda *a: None)
     handle.remove()
+    # the direct call is a saving with no other visible effect: the empty hook-id table is what selects it
     assert not m._call_hook_ids and m(1, k=2) == 7 and calls == [((1,), {"k": 2})]
 
 

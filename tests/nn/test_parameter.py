@@ -109,7 +109,6 @@ def test_buffer_carries_persistence_and_registers_as_plain_tensor():
     m.steps = b
     m.count = nn.Buffer(ember.tensor([3]))
     assert type(m.steps) is ember.Tensor and type(m.count) is ember.Tensor
-    assert m._non_persistent_buffers_set == {"steps"}
     assert list(m.state_dict()) == ["count"]
     assert [name for name, _ in m.named_buffers()] == ["steps", "count"]
     m.steps.add_(1)

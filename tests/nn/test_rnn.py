@@ -262,6 +262,7 @@ def test_cells_match_numpy(kind, bias):
 # -- gradients ---------------------------------------------------------------------------------------------
 def _with_parameter(module, name, fn):
     """``fn`` of a stand-in tensor for parameter ``name`` (so gradcheck can perturb it)."""
+    # ember has no functional_call yet: the registry entry is swapped so forward reads the stand-in
     def call(x, w):
         saved = module._parameters[name]
         module._parameters[name] = w

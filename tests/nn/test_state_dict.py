@@ -28,6 +28,7 @@ def test_keys_in_pytorch_order_without_non_persistent_buffers():
     sd = Net().state_dict()
     assert isinstance(sd, OrderedDict)
     assert list(sd) == ["b", "fc.weight", "fc.bias", "l.0.weight", "l.0.bias"]
+    # _metadata is PyTorch's (unprefixed) name for the per-module versions a checkpoint carries: files depend on it
     assert sd._metadata == OrderedDict([("", {"version": 1}), ("fc", {"version": 1}), ("l", {"version": 1}),
                                         ("l.0", {"version": 1})])
     assert list(Net().state_dict(prefix="m.")) == ["m.b", "m.fc.weight", "m.fc.bias", "m.l.0.weight", "m.l.0.bias"]
@@ -118,7 +119,7 @@ def test_load_from_state_dict_override_sees_the_version():
             self.register_buffer("n", ember.tensor(0))
             self.versions = []
 
-        def _load_from_state_dict(self, sd, prefix, meta, strict, missing, unexpected, errors):
+        def _load_from_state_dict(self, sd, prefix, meta, strict, missing, unexpected, errors):  # PyTorch's override
             self.versions.append(meta.get("version"))
             if meta.get("version") is None or meta["version"] < 2:  # an old checkpoint: fill in the new buffer
                 sd.setdefault(prefix + "n", ember.tensor(7))
@@ -194,6 +195,7 @@ def test_state_dict_pre_and_post_hooks():
     with pytest.raises(RuntimeError, match="state_dict post-hook must return None"):
         strict_public.state_dict()
     replacing = nn.Linear(1, 1)
+    # PyTorch's older hook, still part of its surface (torch code calls it): one that replaces the dict
     replacing._register_state_dict_hook(lambda m, sd, p, meta: OrderedDict(x=ember.ones(1)))
     assert list(replacing.state_dict()) == ["x"]
 
