@@ -205,6 +205,8 @@ def test_assignment_into_a_slice_during_forward_is_an_error():
 class Cube(Op):
     """A third-party op with no built-in lowering."""
 
+    name_ = "cube"
+
     @staticmethod
     def forward(ctx, xp, a):
         return a * a * a
@@ -393,6 +395,7 @@ def test_inplace_arithmetic_is_followed():
 class Halves(Op):
     """Two outputs; the plugin below lowers only the first."""
 
+    name_ = "halves"
     multi_output = True
 
     @staticmethod

@@ -7,9 +7,17 @@ forward on backend arrays (``xp`` is the array-API namespace), its backward
 kernels and ONNX. Calling ``Op.apply`` runs the forward and, when gradients
 are needed, records the op instance itself as the output's ``grad_fn``.
 
+Every op class names itself with the class attribute ``name_``, unique among
+all ops (an op defined outside ember should start it with its package's name,
+as ``"mypkg.cube"``): backend kernels (the ``ember_op_kernels`` hook) and ONNX
+lowerings (``ember_onnx_lowerings``) are keyed by it, so renaming a class
+changes nothing. A class that only shares code with the ops derived from it is
+declared ``class Base(Op, abstract=True)`` and has no name.
+
 >>> import ember
 >>> from ember.autograd.function import Op
 >>> class Cube(Op):
+...     name_ = "example.cube"  # unique among all ops: kernels and ONNX lowerings find the op by it
 ...     saves_inputs = True
 ...     @staticmethod
 ...     def forward(ctx, xp, a):
@@ -34,7 +42,9 @@ from .node import FREED_MSG, Node, _seq, _version_error
 
 __all__ = ["Op", "Function", "FunctionCtx"]
 
-_OP_CLASSES: list = []
+#: every op class by its name (``Op.name_``), the key of its backend kernels and ONNX lowering
+OPS: dict[str, type] = {}
+_OP_CLASSES: list = []  # every subclass of Op, abstract ones included: their kernel caches
 
 #: the ONNX export trace in progress (set by ``ember.onnx``), or None: when set, ``Op.apply`` goes through it
 TRACE = None
@@ -134,7 +144,7 @@ def broadcast_mismatch(arrays) -> RuntimeError | None:
 class Op(Node):
     """A built-in differentiable op (subclass it; see the module docstring)."""
 
-    #: name used for backend kernels and ONNX lowerings; defaults to the class name in lower case
+    #: the op's name, unique among ops, by which backend kernels and ONNX lowerings find it (required)
     name_: str = ""
     #: keep the input tensors for backward (read through ``ctx.saved_tensors``)
     saves_inputs = False
@@ -150,13 +160,19 @@ class Op(Node):
     wants_shapes = False
     _kernels: dict = {}
 
-    def __init_subclass__(cls, **kw):
+    def __init_subclass__(cls, abstract: bool = False, **kw):
         super().__init_subclass__(**kw)
-        cls.name_ = cls.__dict__.get("name_") or cls.__name__.lower()
         if "backward_name" not in cls.__dict__:
             cls.backward_name = f"{cls.__name__}Backward0"
         cls._kernels = {}
         cls._plain = not (cls.moves_device or cls.is_view or cls.multi_output)
+        if abstract:
+            if "name_" in cls.__dict__:
+                raise TypeError(f"{_qualified(cls)} is declared abstract (a base of ops, never applied) but sets "
+                                f"name_ = {cls.name_!r}; drop one of the two")
+            cls.name_ = ""
+        else:
+            _register(cls)
         _OP_CLASSES.append(cls)
 
     @staticmethod
@@ -325,6 +341,25 @@ class Op(Node):
             grads = [g if g is not None else _zeros(meta) for g, meta in zip(grads, self._out_meta)]
         res = self.backward(self, *grads)
         return res if isinstance(res, tuple) else (res,)
+
+
+def _qualified(cls) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _register(cls) -> None:
+    """Enter an op class into :data:`OPS` under its own ``name_``, which must be set and unique."""
+    name = cls.__dict__.get("name_")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"op class {_qualified(cls)} must name itself: set the class attribute name_ to a string "
+                        f"unique among ops (e.g. name_ = \"mypkg.{cls.__name__.lower()}\"; kernels and ONNX lowerings "
+                        f"find the op by it), got {name!r}; a base class for other ops is declared "
+                        f"`class {cls.__name__}(Op, abstract=True)` instead")
+    taken = OPS.get(name)
+    if taken is not None and _qualified(taken) != _qualified(cls):  # the same class statement run again may replace
+        raise TypeError(f"op name {name!r} of {_qualified(cls)} is already taken by {_qualified(taken)}; "
+                        "give one of them another name_ (op names must be unique)")
+    OPS[name] = cls
 
 
 class _HeldOutputs:

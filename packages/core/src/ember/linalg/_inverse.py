@@ -13,6 +13,7 @@ SlogdetResult = return_types.linalg_slogdet
 
 
 class LinalgInvEx(Op):
+    name_ = "linalginvex"
     saves_output = True
 
     @staticmethod
@@ -30,6 +31,7 @@ class LinalgInvEx(Op):
 
 
 class LinalgDet(Op):
+    name_ = "linalgdet"
     saves_inputs = True
     saves_output = True
 
@@ -45,6 +47,7 @@ class LinalgDet(Op):
 
 
 class LinalgSlogdet(Op):
+    name_ = "linalgslogdet"
     saves_inputs = True
     multi_output = True
 
@@ -60,6 +63,7 @@ class LinalgSlogdet(Op):
 
 
 class LinalgSolveEx(Op):
+    name_ = "linalgsolveex"
     saves_inputs = True
     saves_output = True
 

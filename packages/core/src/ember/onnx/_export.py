@@ -11,6 +11,7 @@ from .. import _plugins
 from .._tensor import Tensor
 from ._graph import Graph, Node, onnx_dtype
 from ._trace import trace
+from .lowerings.not_exportable import NOT_EXPORTABLE
 from .errors import UnsupportedExportError
 
 BUILTIN_LOWERINGS = "ember.onnx.lowerings"
@@ -247,8 +248,8 @@ class _Exporter:
         name = type(rec.op).name_ if rec.op is not None else "?"
         fn = lower.get(name)
         if fn is None:
-            raise UnsupportedExportError(f"ember.onnx.export: no ONNX lowering for op {name!r} (register one with "
-                                         "the ember_onnx_lowerings hook)")
+            why = NOT_EXPORTABLE.get(name, "register one with the ember_onnx_lowerings hook")
+            raise UnsupportedExportError(f"ember.onnx.export: no ONNX lowering for op {name!r} ({why})")
         scalar_dtype = rec.outputs[0].dtype if rec.outputs and rec.outputs[0].dtype.name != "bool" else \
             next((x.dtype for x in tensors), None)
         in_names, dynamic = [], set()

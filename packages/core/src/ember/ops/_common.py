@@ -22,8 +22,8 @@ _INT_RANGES = {d: (-(1 << (8 * d.itemsize - 1)) if d.is_signed else 0, 1 << (8 *
                for d in (dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64)}
 
 
-def array_op(name: str, xp_function: str):
-    """A non-differentiable op class ``name`` whose forward is ``xp.<xp_function>(*arrays)``.
+def array_op(name: str, op_name: str, xp_function: str):
+    """A non-differentiable op class ``name`` (op name ``op_name``) whose forward is ``xp.<xp_function>(*arrays)``.
 
     For the tables of comparisons and bit operations, where each op is just a
     call into the array namespace.
@@ -32,7 +32,7 @@ def array_op(name: str, xp_function: str):
 
     def forward(ctx, xp, *arrays):
         return getattr(xp, xp_function)(*arrays)
-    return type(name, (Op,), {"forward": staticmethod(forward), "__doc__": f"``xp.{xp_function}``"})
+    return type(name, (Op,), {"name_": op_name, "forward": staticmethod(forward), "__doc__": f"``xp.{xp_function}``"})
 
 
 def promote(a, b):

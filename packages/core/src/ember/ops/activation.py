@@ -33,6 +33,7 @@ _TANH_CUBIC = 0.044715
 
 
 class Sigmoid(Op):
+    name_ = "sigmoid"
     saves_output = True
 
     @staticmethod
@@ -59,6 +60,7 @@ def sigmoid(input):
 
 
 class Logit(Op):
+    name_ = "logit"
     saves_inputs = True
 
     @staticmethod
@@ -89,6 +91,7 @@ def logit(input, eps=None):
 
 
 class Relu(Op):
+    name_ = "relu"
     saves_output = True
 
     @staticmethod
@@ -133,6 +136,7 @@ def relu_(input):
 
 
 class Gelu(Op):
+    name_ = "gelu"
     saves_inputs = True
 
     @staticmethod
@@ -173,6 +177,7 @@ def gelu(input, approximate="none"):
 
 
 class Silu(Op):
+    name_ = "silu"
     saves_inputs = True
 
     @staticmethod
@@ -201,6 +206,7 @@ def silu(input):
 
 
 class Softplus(Op):
+    name_ = "softplus"
     saves_inputs = True
 
     @staticmethod
@@ -243,6 +249,7 @@ def _float_only(name, input, kernel=None):
 
 # -- piecewise linear ---------------------------------------------------------------------------------------------
 class LeakyRelu(Op):
+    name_ = "leakyrelu"
     saves_inputs = True
 
     @staticmethod
@@ -272,6 +279,7 @@ def leaky_relu(input, negative_slope=0.01):
 
 
 class Hardtanh(Op):
+    name_ = "hardtanh"
     saves_inputs = True
 
     @staticmethod
@@ -316,6 +324,7 @@ def relu6(input):
 
 
 class Hardsigmoid(Op):
+    name_ = "hardsigmoid"
     saves_inputs = True
 
     @staticmethod
@@ -341,6 +350,7 @@ def hardsigmoid(input):
 
 
 class Hardswish(Op):
+    name_ = "hardswish"
     saves_inputs = True
 
     @staticmethod
@@ -366,6 +376,7 @@ def hardswish(input):
 
 
 class Threshold(Op):
+    name_ = "threshold"
     saves_inputs = True
 
     @staticmethod
@@ -404,6 +415,7 @@ def threshold_(input, threshold, value):  # noqa: A002 - PyTorch's argument name
 
 
 class Hardshrink(Op):
+    name_ = "hardshrink"
     saves_inputs = True
 
     @staticmethod
@@ -430,6 +442,8 @@ def hardshrink(input, lambd=0.5):
 
 
 class Softshrink(Hardshrink):  # the same gradient: 1 outside [-lambd, lambd]
+    name_ = "softshrink"
+
     @staticmethod
     def forward(ctx, xp, a, lambd=0.5):
         ctx.lambd = lambd
@@ -478,6 +492,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 class Elu(Op):
     """``scale * x`` for ``x > 0``, else ``scale * alpha * (exp(input_scale * x) - 1)`` (ELU, SELU and CELU)."""
 
+    name_ = "elu"
     saves_inputs = True
 
     @staticmethod
@@ -496,10 +511,12 @@ class Elu(Op):
 
 
 class Selu(Elu):
+    name_ = "selu"
     backward_name = "EluBackward0"  # PyTorch records SELU as ELU with its constants
 
 
 class Celu(Elu):
+    name_ = "celu"
     pass
 
 
@@ -556,6 +573,7 @@ def _softplus_array(xp, a):
 
 
 class Mish(Op):
+    name_ = "mish"
     saves_inputs = True
 
     @staticmethod
@@ -582,6 +600,7 @@ def mish(input):
 
 
 class LogSigmoid(Op):
+    name_ = "logsigmoid"
     saves_inputs = True
 
     @staticmethod

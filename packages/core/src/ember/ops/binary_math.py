@@ -28,6 +28,7 @@ def _require_tensor(fn, name, position, value):
 
 
 class Maximum(Op):
+    name_ = "maximum"
     saves_inputs = True
 
     @staticmethod
@@ -44,6 +45,7 @@ class Maximum(Op):
 
 
 class Minimum(Op):
+    name_ = "minimum"
     saves_inputs = True
 
     @staticmethod
@@ -85,6 +87,7 @@ def minimum(input, other):
 class Fmax(Op):
     """``maximum`` that ignores NaN (NaN only where both are NaN)."""
 
+    name_ = "fmax"
     saves_inputs = True
     pick = "maximum"  # the array function that compares
     wins = staticmethod(operator.ge)  # where ``input`` is the one picked (ties too, as in PyTorch)
@@ -106,6 +109,7 @@ class Fmax(Op):
 class Fmin(Fmax):
     """``minimum`` that ignores NaN."""
 
+    name_ = "fmin"
     pick = "minimum"
     wins = staticmethod(operator.le)
 
@@ -135,6 +139,7 @@ def fmin(input, other):
 
 
 class Atan2(Op):
+    name_ = "atan2"
     saves_inputs = True
 
     @staticmethod
@@ -169,6 +174,7 @@ arctan2 = atan2
 
 
 class Lerp(Op):
+    name_ = "lerp"
     backward_name = "LerpBackward1"
     saves_inputs = True
 
@@ -186,7 +192,7 @@ class Lerp(Op):
 
 
 class LerpScalar(Op):
-    name_ = "lerp"
+    name_ = "lerp_scalar"
     backward_name = "LerpBackward0"
 
     @staticmethod
@@ -230,6 +236,7 @@ def _c_name(d):
 # -- clamp ---------------------------------------------------------------------------------------------------------
 class Clamp(Op):
     """Clamp with tensor bounds (either may be absent)."""
+    name_ = "clamp"
     saves_inputs = True
 
     @staticmethod
@@ -257,7 +264,7 @@ class Clamp(Op):
 
 
 class ClampScalar(Op):
-    name_ = "clamp"
+    name_ = "clamp_scalar"
     backward_name = "ClampBackward1"
     saves_inputs = True
 

@@ -170,6 +170,7 @@ def _tensors(*xs):
 
 # -- copying and filling ---------------------------------------------------------------
 class Copy(Op):
+    name_ = "copy"
     backward_name = "CopyBackwards"
 
     @staticmethod
@@ -184,6 +185,7 @@ class Copy(Op):
 
 
 class Fill(Op):
+    name_ = "fill"
     backward_name = "FillBackward2"  # PyTorch's name for fill_ with a number
 
     @staticmethod
@@ -199,10 +201,12 @@ class Fill(Op):
 
 
 class FillTensor(Fill):
+    name_ = "filltensor"
     backward_name = "FillBackward3"  # PyTorch's name for fill_ with a 0-d tensor
 
 
 class Zero(Fill):
+    name_ = "zero"
     backward_name = "ZeroBackward0"
 
 

@@ -52,6 +52,7 @@ def _scaled(ctx, g, x, w):
 
 
 class BinaryCrossEntropy(Op):
+    name_ = "binarycrossentropy"
     saves_inputs = True
 
     @staticmethod
@@ -96,6 +97,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 
 class BinaryCrossEntropyWithLogits(Op):
+    name_ = "binarycrossentropywithlogits"
     saves_inputs = True
 
     @staticmethod

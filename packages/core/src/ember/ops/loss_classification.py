@@ -103,6 +103,8 @@ def _backward_mode(g):
 class NllLoss(Op):
     """``-weight[t] * logp[n, t]`` for each target ``t``, reduced; logp's second derivative is zero."""
 
+    name_ = "nllloss"
+
     @staticmethod
     def forward(ctx, xp, logp, target, weight, ignore_index=-100, reduction="mean", may_ignore=True):
         _remember_targets(ctx, xp, logp, target, weight, ignore_index, may_ignore)
@@ -133,6 +135,7 @@ class CrossEntropy(Op):
     ``(1 - ls) * w[t] * -logp[t] + ls / C * sum_c(w[c] * -logp[c])``.
     """
 
+    name_ = "crossentropy"
     backward_name = "NllLossBackward0"  # the node PyTorch's cross_entropy ends in
     saves_inputs = True
 
@@ -323,6 +326,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 
 
 class KlDiv(Op):
+    name_ = "kldiv"
     saves_inputs = True
 
     @staticmethod

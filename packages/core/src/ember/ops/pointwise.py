@@ -225,6 +225,7 @@ def erf_array(xp, a, *, tiny_exact=True):
 
 # -- dtype-keeping functions ------------------------------------------------------------------------------------
 class Abs(Op):
+    name_ = "abs"
     saves_inputs = True
 
     @staticmethod
@@ -266,7 +267,7 @@ def square(input):
     return input.pow(2)
 
 
-class _ZeroGrad(Op):
+class _ZeroGrad(Op, abstract=True):
     """Piecewise-constant functions: the gradient is zero wherever it exists."""
 
     @staticmethod
@@ -276,6 +277,8 @@ class _ZeroGrad(Op):
 
 
 class Sign(_ZeroGrad):
+    name_ = "sign"
+
     @staticmethod
     def forward(ctx, xp, a):
         if a.dtype == xp.bool:
@@ -289,33 +292,43 @@ class Sign(_ZeroGrad):
 class Sgn(Sign):
     """PyTorch's complex-aware sign; for real tensors the same as :class:`Sign`."""
 
+    name_ = "sgn"
+
 
 class Floor(_ZeroGrad):
+    name_ = "floor"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.floor(a)
 
 
 class Ceil(_ZeroGrad):
+    name_ = "ceil"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.ceil(a)
 
 
 class Trunc(_ZeroGrad):
+    name_ = "trunc"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.trunc(a)
 
 
 class Round(_ZeroGrad):
+    name_ = "round"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.round(a)
 
 
 class RoundDecimals(_ZeroGrad):
-    name_ = "round"
+    name_ = "round_decimals"
     backward_name = "RoundBackward1"
 
     @staticmethod
@@ -361,7 +374,7 @@ def positive(input):
     return input
 
 
-Signbit = array_op("Signbit", "signbit")
+Signbit = array_op("Signbit", "signbit", "signbit")
 
 
 @tensor_method()
@@ -437,6 +450,8 @@ def round(input, *, decimals=0):  # noqa: A001 - PyTorch's name
 
 
 class Frac(Op):
+    name_ = "frac"
+
     @staticmethod
     def forward(ctx, xp, a):
         return a - xp.trunc(a)
@@ -461,30 +476,40 @@ def frac(input):
 
 # -- classification of values ----------------------------------------------------------------------------------
 class IsNan(Op):
+    name_ = "isnan"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.isnan(a)
 
 
 class IsInf(Op):
+    name_ = "isinf"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.isinf(a)
 
 
 class IsFinite(Op):
+    name_ = "isfinite"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.isfinite(a)
 
 
 class IsPosInf(Op):
+    name_ = "isposinf"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.isinf(a) & (a > 0)
 
 
 class IsNegInf(Op):
+    name_ = "isneginf"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.isinf(a) & (a < 0)
@@ -535,6 +560,7 @@ isneginf = _classifier("isneginf", IsNegInf, f"""A bool tensor, True where ``inp
 
 
 class NanToNum(Op):
+    name_ = "nantonum"
     saves_inputs = True
 
     @staticmethod

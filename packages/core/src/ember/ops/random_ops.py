@@ -134,7 +134,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
 
 
 # -- normal ------------------------------------------------------------------------------------------------------
-class _ZeroGradOp(Op):
+class _ZeroGradOp(Op, abstract=True):
     """Random draws whose gradient w.r.t. the distribution's parameters is zero, as in PyTorch."""
 
     @staticmethod
@@ -143,6 +143,7 @@ class _ZeroGradOp(Op):
 
 
 class NormalTensorFloat(_ZeroGradOp):
+    name_ = "normaltensorfloat"
     backward_name = "NormalBackward1"
 
     @staticmethod
@@ -152,6 +153,7 @@ class NormalTensorFloat(_ZeroGradOp):
 
 
 class NormalFloatTensor(_ZeroGradOp):
+    name_ = "normalfloattensor"
     backward_name = "NormalBackward2"
 
     @staticmethod
@@ -161,6 +163,7 @@ class NormalFloatTensor(_ZeroGradOp):
 
 
 class NormalTensorTensor(_ZeroGradOp):
+    name_ = "normaltensortensor"
     backward_name = "NormalBackward3"
 
     @staticmethod
@@ -236,6 +239,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
 
 # -- bernoulli ---------------------------------------------------------------------------------------------------
 class Bernoulli(_ZeroGradOp):
+    name_ = "bernoulli"
+
     @staticmethod
     def forward(ctx, xp, p, u=None):
         ctx.shapes = (p.shape,)
@@ -243,6 +248,7 @@ class Bernoulli(_ZeroGradOp):
 
 
 class BernoulliScalar(_ZeroGradOp):
+    name_ = "bernoulliscalar"
     backward_name = "BernoulliBackward1"
 
     @staticmethod

@@ -47,6 +47,7 @@ def expand_back(g, in_shape, dims, keepdim):
 
 
 class Sum(Op):
+    name_ = "sum"
     dims = None
     keepdim = False
 
@@ -66,11 +67,13 @@ class Sum(Op):
 
 
 class SumDim(Sum):
-    name_ = "sum"
+    name_ = "sum_dim"
     backward_name = "SumBackward1"
 
 
 class Mean(Op):
+    name_ = "mean"
+
     @staticmethod
     def forward(ctx, xp, a, dims=None, keepdim=False):
         ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
@@ -86,7 +89,7 @@ class Mean(Op):
 
 
 class MeanDim(Mean):
-    name_ = "mean"
+    name_ = "mean_dim"
     backward_name = "MeanBackward1"
 
 
@@ -136,6 +139,7 @@ def _products_of_others(xp, a, axis):
 
 
 class Prod(Op):
+    name_ = "prod"
     saves_inputs = True
     saves_output = True
 
@@ -160,7 +164,7 @@ class Prod(Op):
 
 
 class ProdDim(Prod):
-    name_ = "prod"
+    name_ = "prod_dim"
     backward_name = "ProdBackward1"
 
 
@@ -186,6 +190,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 
 class All(Op):
+    name_ = "all"
+
     @staticmethod
     def forward(ctx, xp, a, dims=None, keepdim=False):
         out = xp.all(a if a.dtype == xp.bool else a != 0, axis=dims, keepdims=keepdim)
@@ -193,6 +199,8 @@ class All(Op):
 
 
 class Any(Op):
+    name_ = "any"
+
     @staticmethod
     def forward(ctx, xp, a, dims=None, keepdim=False):
         out = xp.any(a if a.dtype == xp.bool else a != 0, axis=dims, keepdims=keepdim)
@@ -222,6 +230,8 @@ def any(input, dim=None, keepdim=False):  # noqa: A001 - PyTorch's name
 
 
 class CountNonzero(Op):
+    name_ = "countnonzero"
+
     @staticmethod
     def forward(ctx, xp, a, dims=None):
         return xp.sum(xp.astype(a != 0, xp.int64), axis=dims)
@@ -239,6 +249,7 @@ def count_nonzero(input, dim=None):
 
 
 class Logsumexp(Op):
+    name_ = "logsumexp"
     saves_inputs = True
     saves_output = True
 
@@ -293,6 +304,8 @@ def _reverse_cumsum(g, dim):
 
 
 class Cumsum(Op):
+    name_ = "cumsum"
+
     @staticmethod
     def forward(ctx, xp, a, dim=0):
         ctx.dim = dim
@@ -318,6 +331,7 @@ def cumsum(input, dim, *, dtype=None):
 
 
 class Cumprod(Op):
+    name_ = "cumprod"
     saves_inputs = True
     saves_output = True
 

@@ -18,6 +18,7 @@ __all__ = ["nansum", "nanmean"]
 
 
 class Nansum(Op):
+    name_ = "nansum"
     saves_inputs = True
 
     @staticmethod

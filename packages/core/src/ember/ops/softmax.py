@@ -24,6 +24,7 @@ def _shifted(xp, a, axis):
 
 
 class Softmax(Op):
+    name_ = "softmax"
     saves_output = True
 
     @staticmethod
@@ -45,6 +46,7 @@ class Softmax(Op):
 
 
 class LogSoftmax(Op):
+    name_ = "logsoftmax"
     saves_output = True
 
     @staticmethod

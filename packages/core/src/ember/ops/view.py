@@ -46,6 +46,7 @@ def infer_shape(shape, numel, fn="view") -> tuple:
 
 
 class View(Op):
+    name_ = "view"
     is_view = True
 
     @staticmethod
@@ -78,6 +79,7 @@ class Reshape(Op):
 
 
 class Expand(Op):
+    name_ = "expand"
     is_view = True
 
     @staticmethod
@@ -157,6 +159,7 @@ def replay_view(t, view_of):
 
 # -- permutations -----------------------------------------------------------------
 class Permute(Op):
+    name_ = "permute"
     is_view = True
 
     @staticmethod
@@ -173,10 +176,12 @@ class Permute(Op):
 
 
 class Transpose(Permute):
+    name_ = "transpose"
     pass
 
 
 class T(Permute):
+    name_ = "t"
     pass
 
 
@@ -288,6 +293,7 @@ moveaxis = movedim
 
 # -- size-1 dimensions and flattening ---------------------------------------------
 class Squeeze(Op):
+    name_ = "squeeze"
     is_view = True
     backward_name = "SqueezeBackward0"
 
@@ -302,10 +308,12 @@ class Squeeze(Op):
 
 
 class SqueezeDim(Squeeze):
+    name_ = "squeezedim"
     backward_name = "SqueezeBackward1"
 
 
 class SqueezeDims(Squeeze):
+    name_ = "squeezedims"
     backward_name = "SqueezeBackward2"
 
 
@@ -446,6 +454,8 @@ def is_contiguous(self, memory_format=None):
 
 
 class Clone(Op):
+    name_ = "clone"
+
     @staticmethod
     def forward(ctx, xp, a, contiguous=False):
         if contiguous and a.ndim > 1:
