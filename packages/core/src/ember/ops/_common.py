@@ -53,9 +53,10 @@ def promote(a, b):
     if not isinstance(s, (int, float, bool)):
         raise TypeError(f"expected a Tensor or a Python number, got {type(s).__name__}")
     cat = t._dtype.category
-    if (isinstance(s, float) and cat < 2) or (isinstance(s, int) and not isinstance(s, bool) and cat == 0):
+    if (isinstance(s, float) and cat != dt.FLOATING) or \
+            (isinstance(s, int) and not isinstance(s, bool) and cat == dt.BOOL):
         t = t.to(dt.result_type(t, s))
-    if t._dtype.category == 2:
+    if t._dtype.is_floating_point:
         s = float(s)
     elif t._dtype is not dt.bool_:
         s = int(s)
@@ -87,9 +88,9 @@ def cast_scalar(value, like):
     """The Python number ``value`` as the element type of tensor ``like``, as PyTorch's ``fill_`` casts it:
     floats are truncated toward zero for integer dtypes, and a value out of the dtype's range raises."""
     cat = like._dtype.category
-    if cat == 2:
+    if cat == dt.FLOATING:
         return float(value)
-    if cat == 0:
+    if cat == dt.BOOL:
         return bool(value)
     name = like._dtype.name.replace("ember.", "")
     try:

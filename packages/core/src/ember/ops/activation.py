@@ -169,7 +169,7 @@ def gelu(input, approximate="none"):
     """
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for("gelu", input._dtype)
     if approximate == "none":
         return Gelu.apply(input)
@@ -200,7 +200,7 @@ def silu(input):
     >>> ember.silu(ember.tensor([0.0]))
     tensor([0.])
     """
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for("silu", input._dtype)
     return Silu.apply(input)
 
@@ -235,7 +235,7 @@ def softplus(input, beta=1.0, threshold=20.0):
     >>> ember.softplus(ember.tensor([30.0]))
     tensor([30.])
     """
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for("softplus", input._dtype)
     return Softplus.apply(input, beta=float(beta), threshold=float(threshold))
 
@@ -243,7 +243,7 @@ def softplus(input, beta=1.0, threshold=20.0):
 def _float_only(name, input, kernel=None):
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for(kernel or name, input._dtype)
 
 
@@ -308,7 +308,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0):
         raise ValueError("min_val cannot be greater than max_val")
     if input._dtype is dt.bool_:
         raise not_implemented_for("hardtanh", input._dtype, "a numeric")
-    cast = float if input._dtype.category == 2 else int
+    cast = float if input._dtype.is_floating_point else int
     return Hardtanh.apply(input, min_val=cast(min_val), max_val=cast(max_val))
 
 
@@ -395,7 +395,7 @@ def _threshold(input, threshold, value):  # noqa: A002 - PyTorch's argument name
         raise TypeError(f"threshold(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if input._dtype is dt.bool_:
         raise not_implemented_for("threshold", input._dtype, "a numeric")
-    cast = float if input._dtype.category == 2 else int
+    cast = float if input._dtype.is_floating_point else int
     return Threshold.apply(input, threshold=cast(threshold), value=cast(value))
 
 

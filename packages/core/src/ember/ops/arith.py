@@ -274,7 +274,7 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode is None:
         a, b = promote(input, other)
         t = a if isinstance(a, Tensor) else b
-        if t._dtype.category < 2:
+        if not t._dtype.is_floating_point:
             f = dt.get_default_dtype()
             a = a.to(f) if isinstance(a, Tensor) else float(a)
             b = b.to(f) if isinstance(b, Tensor) else float(b)
@@ -285,7 +285,7 @@ def div(input, other, *, rounding_mode=None):
         q = div(input, other)
         t = input if isinstance(input, Tensor) else other
         q = q.trunc()
-        return q if t._dtype.category == 2 or isinstance(other, float) else q.to(dt.result_type(input, other))
+        return q if t._dtype.is_floating_point or isinstance(other, float) else q.to(dt.result_type(input, other))
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {rounding_mode!r}")
 
 
@@ -332,7 +332,7 @@ def fmod(input, other):
 def pow(input, exponent):  # noqa: A001 - PyTorch's name
     """``input ** exponent``; either may be a Python number."""
     a, b = promote(input, exponent)
-    if isinstance(a, Tensor) and isinstance(b, int) and b < 0 and a._dtype.category < 2:
+    if isinstance(a, Tensor) and isinstance(b, int) and b < 0 and not a._dtype.is_floating_point:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     if not isinstance(b, Tensor):
         return Pow.apply(a, b)

@@ -34,7 +34,7 @@ def _floats(name, input, other, scalar_other=False):
         raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor"
                         f"{' or Number' if scalar_other else ''}, not {type(other).__name__}")
     a, b = promote(input, other)
-    if a._dtype.category < 2:
+    if not a._dtype.is_floating_point:
         a = a.to(dt.get_default_dtype())
         b = b.to(a._dtype) if isinstance(b, Tensor) else float(b)
     return a, b

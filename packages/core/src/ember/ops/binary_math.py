@@ -164,7 +164,7 @@ def atan2(input, other):
     """
     _require_tensor("atan2", "other", 2, other)
     a, b = promote(input, other)
-    if a._dtype.category < 2:
+    if not a._dtype.is_floating_point:
         f = dt.get_default_dtype()
         a, b = a.to(f), b.to(f)
     return Atan2.apply(a, b)
@@ -220,7 +220,7 @@ def lerp(input, end, weight):
         if isinstance(t, Tensor) and t._dtype is not input._dtype:
             raise RuntimeError(f"expected dtype {_c_name(input._dtype)} for `{name}` but got dtype "
                                f"{_c_name(t._dtype)}")
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         from .pointwise import not_implemented_for
         raise not_implemented_for("lerp", input._dtype)
     if isinstance(weight, Tensor):
@@ -306,7 +306,7 @@ def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's argument names
             raise TypeError(f"clamp(): argument '{name}' must be a Number or a Tensor, not {type(bound).__name__}")
     want = dt.result_type(*(x for x in (input, min, max) if x is not None))
     input = input.to(want)
-    cast = float if want.category == 2 else int
+    cast = float if want.is_floating_point else int
     return ClampScalar.apply(input, lo=None if min is None else cast(min), hi=None if max is None else cast(max))
 
 

@@ -124,7 +124,7 @@ def _bitwise(op, name, allow_bool=True):
     def fn(input, other):
         a, b = promote(input, other)
         t = a if isinstance(a, Tensor) else b
-        if t._dtype.category == 2 or (not allow_bool and t._dtype is dt.bool_):
+        if t._dtype.is_floating_point or (not allow_bool and t._dtype is dt.bool_):
             raise not_implemented_for(name, t._dtype, "an integer or bool" if allow_bool else "an integer")
         if t._dtype is dt.bool_:
             a, b = (bool(x) if not isinstance(x, Tensor) else x for x in (a, b))
@@ -188,6 +188,6 @@ def bitwise_not(input):
     >>> ~ember.tensor([0, 5])
     tensor([-1, -6])
     """
-    if input._dtype.category == 2:
+    if input._dtype.is_floating_point:
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
     return BitwiseNot.apply(input)

@@ -207,7 +207,7 @@ def _class_index_layout(input, target):
 
 
 def _float_input(fn, input):
-    if input._dtype.category != 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for(fn, input._dtype)
 
 
@@ -281,7 +281,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 def _cross_entropy_probabilities(input, target, weight, ignore_index, reduction, label_smoothing):
-    if target._dtype.category != 2:
+    if not target._dtype.is_floating_point:
         raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
                            f"{dtype_name(target)}")
     if ignore_index >= 0:
@@ -371,7 +371,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                            "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
     check_tensor("kl_div", "input", 1, input)
     check_tensor("kl_div", "target", 2, target)
-    if input._dtype.category != 2 or target._dtype.category != 2:
+    if not input._dtype.is_floating_point or not target._dtype.is_floating_point:
         raise RuntimeError("kl_div: Integral inputs not supported.")
     a, t = broadcast_pair(*promote(input, target), warn=False)
     out = KlDiv.apply(a, t, reduction="sum" if reduction == "batchmean" else reduction, log_target=bool(log_target))

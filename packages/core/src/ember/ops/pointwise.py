@@ -43,7 +43,7 @@ def not_implemented_for(op_name: str, dtype, needs: str = "a floating point") ->
 
 def float_input(input):
     """``input`` itself if floating, else cast to the default float dtype (PyTorch's int-to-float rule)."""
-    if input._dtype.category == 2:
+    if input._dtype.is_floating_point:
         return input
     return input.to(dt.get_default_dtype())
 
@@ -71,7 +71,7 @@ def _float_unary(name, cls_name, forward, grad, saves, doc, example, aliases=())
     def fn(input):
         if input.__class__ is not Tensor:
             _check_tensor(name, input)
-        return op.apply(input if input._dtype.category == 2 else input.to(dt.get_default_dtype()))
+        return op.apply(input if input._dtype.is_floating_point else input.to(dt.get_default_dtype()))
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"{doc}; integers compute in the default float dtype.\n\n>>> import ember\n{example}\n"
@@ -386,7 +386,7 @@ def signbit(input):
     tensor([ True, False,  True])
     """
     _check_tensor("signbit", input)
-    if input._dtype.category == 2:
+    if input._dtype.is_floating_point:
         return Signbit.apply(input)
     if input._dtype is dt.bool_:
         from .creation import zeros_like
@@ -444,7 +444,7 @@ def round(input, *, decimals=0):  # noqa: A001 - PyTorch's name
     """
     if decimals == 0:
         return _rounding("round", Round)(input)
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for("round", input._dtype)
     return RoundDecimals.apply(input, decimals=int(decimals))
 
@@ -469,7 +469,7 @@ def frac(input):
     >>> ember.frac(ember.tensor([-1.5, 2.25]))
     tensor([-0.5000,  0.2500])
     """
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for("frac", input._dtype)
     return Frac.apply(input)
 
@@ -586,7 +586,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     >>> ember.nan_to_num(ember.tensor([float('nan'), float('inf'), 1.0]), posinf=9.0)
     tensor([0., 9., 1.])
     """
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         return NanToNum.apply(input)
     info = dt.finfo(input._dtype)
     return NanToNum.apply(input, nan=float(nan), posinf=info.max if posinf is None else float(posinf),

@@ -248,8 +248,8 @@ def _check_input(fn, input, nd, floating):
     if input.ndim not in (nd + 1, nd + 2) or 0 in shape[-nd - 1:]:
         raise RuntimeError(f"{fn}: Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with optional 0 dim batch "
                            f"size for input, but got: {shape}")
-    category = input._dtype.category
-    if category == 0 or (floating and category < 2):
+    dtype = input._dtype
+    if dtype.category == dtype.BOOL or (floating and not dtype.is_floating_point):
         raise not_implemented_for(fn, input._dtype, "a floating point" if floating else "a numeric")
 
 
@@ -305,8 +305,8 @@ def _adaptive_size(fn, input, output_size, nd, floating):
     if min(sizes) < 0:
         raise RuntimeError(f"{fn}: elements of output_size must be greater than or equal to 0 but received "
                            f"{{{', '.join(map(str, sizes))}}}")
-    category = input._dtype.category
-    if category == 0 or (floating and category < 2):
+    dtype = input._dtype
+    if dtype.category == dtype.BOOL or (floating and not dtype.is_floating_point):
         raise not_implemented_for(fn, input._dtype, "a floating point" if floating else "a numeric")
     return sizes
 

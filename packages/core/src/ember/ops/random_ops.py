@@ -125,7 +125,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dtype = dtype or dt.int64
-    if dtype is not dt.bool_ and dtype.category == 1 and n - 1 > dt.iinfo(dtype).max:
+    if dtype is not dt.bool_ and dtype.category == dt.INTEGER and n - 1 > dt.iinfo(dtype).max:
         raise RuntimeError(f"value cannot be converted to type {dtype.name}_t without overflow: randperm({n}) "
                            f"needs values up to {n - 1}, more than {dtype!r} holds")
     device = as_device(device)

@@ -96,10 +96,10 @@ class MeanDim(Mean):
 @tensor_method()
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - PyTorch's name
     """Sum of elements over ``dim`` (all by default); bools and ints sum to int64."""
-    if dim is None and not keepdim and dtype is None and input._dtype.category == 2:
+    if dim is None and not keepdim and dtype is None and input._dtype.is_floating_point:
         return Sum.apply(input)  # the common case, kept short
     dims = norm_dims(dim, input._data.ndim)
-    if dtype is None and input._dtype.category < 2:
+    if dtype is None and not input._dtype.is_floating_point:
         dtype = dt.int64
     if input._dtype is dt.bool_:
         input = input.to(dtype)  # the array API sums numbers only
@@ -112,7 +112,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over ``dim`` (all by default); needs a floating dtype, as in PyTorch."""
     if dtype is not None:
         input = input.to(dtype)
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
                            f"or complex dtype. Got: {input._dtype.scalar_type_name}")
     op = Mean if dim is None else MeanDim
@@ -121,7 +121,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
 
 def _int_sum_dtype(input, dtype):
     """PyTorch's rule for sum-like ops: bool and integer inputs accumulate in int64 unless told otherwise."""
-    if dtype is None and input._dtype.category < 2:
+    if dtype is None and not input._dtype.is_floating_point:
         return dt.int64
     return dtype
 

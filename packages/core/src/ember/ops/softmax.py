@@ -75,7 +75,7 @@ def _prepare(name, input, dim, dtype):
                         "normalise over, e.g. dim=-1)")
     if dtype is not None:
         input = input.to(dtype)
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for(name, input._dtype)
     return input, wrap_dim(dim, input._data.ndim)
 

@@ -113,7 +113,7 @@ def _spread_args(name, input, dim, unbiased, keepdim, correction):
         dim, unbiased = None, dim
     if unbiased is not None and correction is not None:
         raise TypeError(f"{name}(): pass either 'unbiased' (legacy) or 'correction', not both")
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise RuntimeError("std and var only support floating point and complex dtypes")
     if correction is None:
         correction = 0 if unbiased is False else 1

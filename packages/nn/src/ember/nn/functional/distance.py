@@ -66,7 +66,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-08):
             raise TypeError(f"cosine_similarity(): argument '{name}' (position {position}) must be Tensor, not "
                             f"{type(t).__name__}")
     x1, x2 = promote(x1, x2)
-    if x1._dtype.category != 2:
+    if not x1._dtype.is_floating_point:
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
                            f"{x1._dtype.scalar_type_name}")
     shape = broadcast_shape(x1.shape, x2.shape)
