@@ -3,7 +3,7 @@ import pytest
 
 import ember
 import ember.linalg
-import ember.nn  # noqa: F401  (its ops are ops too)
+import ember.nn  # its ops are ops too
 from ember import _plugins
 from ember.autograd.function import OPS, Op
 

@@ -5,7 +5,7 @@ import pytest
 
 import ember
 import ember.linalg
-import ember.nn  # noqa: F401  (its ops need lowerings too)
+import ember.nn  # its ops need lowerings too
 import ember.onnx
 from ember.autograd.function import OPS
 from ember.onnx import registered_lowerings

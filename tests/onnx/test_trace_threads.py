@@ -1,6 +1,7 @@
 """The export trace belongs to the thread that runs it: ops other threads run meanwhile are neither recorded nor
 slowed into the traced path, and two threads can trace at the same time."""
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import ember
 import ember.onnx
@@ -10,24 +11,11 @@ TIMEOUT = 30
 
 
 def _in_thread(fn):
-    """Start ``fn`` in a thread; a function that joins it and re-raises what it raised."""
-    box = {}
-
-    def target():
-        try:
-            box["result"] = fn()
-        except BaseException as exc:  # handed to the joining thread
-            box["error"] = exc
-    thread = threading.Thread(target=target)
-    thread.start()
-
-    def join():
-        thread.join(TIMEOUT)
-        assert not thread.is_alive()
-        if "error" in box:
-            raise box["error"]
-        return box.get("result")
-    return join
+    """Run ``fn`` in a new thread (whose context has no trace); a function that waits for its result."""
+    pool = ThreadPoolExecutor(1)
+    future = pool.submit(fn)
+    pool.shutdown(wait=False)
+    return lambda: future.result(TIMEOUT)
 
 
 def _model_waiting_for(started: threading.Event, resume: threading.Event):

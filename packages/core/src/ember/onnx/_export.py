@@ -11,8 +11,8 @@ from .. import _plugins
 from .._tensor import Tensor
 from ._graph import Graph, Node, onnx_dtype
 from ._trace import trace
-from .lowerings.not_exportable import NOT_EXPORTABLE
 from .errors import UnsupportedExportError
+from .lowerings.not_exportable import NOT_EXPORTABLE
 
 BUILTIN_LOWERINGS = "ember.onnx.lowerings"
 

@@ -48,6 +48,14 @@ def float_input(input):
     return input.to(dt.get_default_dtype())
 
 
+def float_only(name, input, kernel=None):
+    """Raise unless ``input`` is a floating tensor (PyTorch's messages; ``kernel`` names the op in the second)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if not input._dtype.is_floating_point:
+        raise not_implemented_for(kernel or name, input._dtype)
+
+
 def _check_tensor(fn_name, input):
     if not isinstance(input, Tensor):
         raise TypeError(f"{fn_name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
