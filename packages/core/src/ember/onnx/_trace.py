@@ -1,6 +1,7 @@
 """Tracing: run a model once and record every op call (``Op.apply``) it makes.
 
-While a :class:`Trace` is active, ``Op.apply`` hands each call to :meth:`Trace.run`,
+While a :class:`Trace` is active (in the thread, or asyncio task, that entered it: the active trace is the
+context variable ``ember.autograd.function.TRACE``), ``Op.apply`` hands each call to :meth:`Trace.run`,
 which runs the op as usual and records the op's ctx (the instance that ran),
 its positional inputs (tensors, Python scalars or None), its keyword
 attributes and its outputs. Python control flow, including any that reads
