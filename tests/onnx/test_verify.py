@@ -11,6 +11,8 @@ from ember.autograd.function import Op
 class AddOne(Op):
     """``a + 1``; the plugin below lowers it wrongly on purpose (``a + 1.001``)."""
 
+    name_ = "addone"
+
     @staticmethod
     def forward(ctx, xp, a):
         return a + 1

@@ -20,13 +20,23 @@ __all__ = [
     "promote_types", "get_default_dtype", "set_default_dtype", "result_type", "finfo", "iinfo",
 ]
 
-_BOOL, _INT, _FLOAT = 0, 1, 2
+#: the categories of dtypes (``dtype.category``), in promotion order: a higher category wins
+BOOL, INTEGER, FLOATING = 0, 1, 2
 
 
 class dtype:
-    """A tensor element type. Compare with ``==``; print as ``ember.float32``."""
+    """A tensor element type. Compare with ``==``; print as ``ember.float32``.
 
-    __slots__ = ("name", "itemsize", "category", "rank", "is_signed")
+    ``category`` is one of :data:`BOOL`, :data:`INTEGER` and :data:`FLOATING`
+    (also reachable as ``dtype.BOOL`` ...), ordered as promotion orders them.
+
+    >>> import ember
+    >>> ember.int64.category == ember.int64.INTEGER, ember.float16.is_floating_point
+    (True, True)
+    """
+
+    __slots__ = ("name", "itemsize", "category", "rank", "is_signed", "is_floating_point")
+    BOOL, INTEGER, FLOATING = BOOL, INTEGER, FLOATING
 
     def __init__(self, name, itemsize, category, rank, is_signed=True):
         self.name = name
@@ -34,10 +44,8 @@ class dtype:
         self.category = category
         self.rank = rank
         self.is_signed = is_signed
-
-    @property
-    def is_floating_point(self) -> bool:
-        return self.category == _FLOAT
+        #: whether ``category`` is FLOATING (an attribute, not a property: ops read it on every call)
+        self.is_floating_point = category == FLOATING
 
     @property
     def is_complex(self) -> bool:
@@ -55,16 +63,16 @@ class dtype:
         return (_by_name, (self.name,))
 
 
-bool_ = dtype("bool", 1, _BOOL, 0, False)
-uint8 = dtype("uint8", 1, _INT, 1, False)
-int8 = dtype("int8", 1, _INT, 2)
-int16 = dtype("int16", 2, _INT, 3)
-int32 = dtype("int32", 4, _INT, 4)
-int64 = dtype("int64", 8, _INT, 5)
-float16 = dtype("float16", 2, _FLOAT, 1)
-bfloat16 = dtype("bfloat16", 2, _FLOAT, 2)
-float32 = dtype("float32", 4, _FLOAT, 3)
-float64 = dtype("float64", 8, _FLOAT, 4)
+bool_ = dtype("bool", 1, BOOL, 0, False)
+uint8 = dtype("uint8", 1, INTEGER, 1, False)
+int8 = dtype("int8", 1, INTEGER, 2)
+int16 = dtype("int16", 2, INTEGER, 3)
+int32 = dtype("int32", 4, INTEGER, 4)
+int64 = dtype("int64", 8, INTEGER, 5)
+float16 = dtype("float16", 2, FLOATING, 1)
+bfloat16 = dtype("bfloat16", 2, FLOATING, 2)
+float32 = dtype("float32", 4, FLOATING, 3)
+float64 = dtype("float64", 8, FLOATING, 4)
 globals()["bool"] = bool_
 half, float, double = float16, float32, float64  # noqa: A001 - PyTorch's aliases
 short, int, long = int16, int32, int64  # noqa: A001
@@ -111,11 +119,11 @@ def _by_name(name):
 
 
 def _promote_same_category(a, b):
-    if a.category == _INT and (a is uint8 or b is uint8) and a is not b:
+    if a.category == INTEGER and (a is uint8 or b is uint8) and a is not b:
         other = b if a is uint8 else a
         # uint8 with a signed type needs the next wider signed type
         return {int8: int16, int16: int16, int32: int32, int64: int64}[other]
-    if a.category == _FLOAT and {a, b} == {float16, bfloat16}:
+    if a.category == FLOATING and {a, b} == {float16, bfloat16}:
         return float32
     return a if a.rank >= b.rank else b
 
@@ -156,9 +164,9 @@ def scalar_dtype(value) -> dtype:
 def _combine(higher, lower):
     if higher is None:
         return lower
-    if lower is None or higher.category == _FLOAT:
+    if lower is None or higher.category == FLOATING:
         return higher
-    if higher is bool_ or lower.category == _FLOAT:
+    if higher is bool_ or lower.category == FLOATING:
         return promote_types(higher, lower)
     return higher
 
@@ -207,7 +215,7 @@ class iinfo:
 
     def __init__(self, type):  # noqa: A002
         import numpy as np
-        if type.category == _FLOAT:
+        if type.category == FLOATING:
             raise TypeError(f"iinfo expects an integer dtype, got {type!r}")
         info = np.iinfo("uint8" if type is bool_ else type.name)
         self.dtype = type

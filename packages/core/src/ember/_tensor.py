@@ -168,7 +168,7 @@ class Tensor:
         return self._device.type == "cpu"
 
     def is_floating_point(self) -> bool:
-        return self._dtype.category == 2
+        return self._dtype.is_floating_point
 
     def is_complex(self) -> bool:
         return False
@@ -216,7 +216,7 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
                                "computed variable in a subgraph that doesn't require differentiation use "
                                "var_no_grad = var.detach().")
-        if requires_grad and self._dtype.category != 2:
+        if requires_grad and not self._dtype.is_floating_point:
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients, got {self._dtype!r}")
         self._requires_grad = bool(requires_grad)
         return self
@@ -348,7 +348,7 @@ class Tensor:
         if n != 1:
             raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
         value = self._device.backend.to_numpy(self._data).reshape(()).item()
-        if self._dtype.category == 2:
+        if self._dtype.is_floating_point:
             return float(value)
         return bool(value) if self._dtype is dt.bool_ else int(value)
 
@@ -397,7 +397,7 @@ class Tensor:
         return int(self._scalar("int"))
 
     def __index__(self):
-        if self._dtype.category != 1 or self._data.size != 1:
+        if self._dtype.category != dt.INTEGER or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 

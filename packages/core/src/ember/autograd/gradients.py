@@ -72,7 +72,7 @@ def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False,
     tensor([2., 4.])
     """
     if gradient is None and inputs is None and not create_graph and self._data.size == 1 \
-            and self._dtype.category == 2 and self._requires_grad:  # the common case, kept short
+            and self._dtype.is_floating_point and self._requires_grad:  # the common case, kept short
         device = self._device
         data = self._data
         g = Tensor._make((device._backend or device.backend).xp.ones(data.shape, dtype=data.dtype), device,

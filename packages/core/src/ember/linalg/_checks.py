@@ -29,7 +29,7 @@ def check_matrix(fn, A, square=True):
 
 
 def check_float(fn, A):
-    if A._dtype.category != 2:
+    if not A._dtype.is_floating_point:
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got {A._dtype.scalar_type_name}")
 
 

@@ -24,6 +24,7 @@ def _sym(x):
 
 # -- Cholesky -----------------------------------------------------------------------------------------------
 class LinalgCholeskyEx(Op):
+    name_ = "linalgcholeskyex"
     saves_output = True
 
     @staticmethod
@@ -61,6 +62,7 @@ def cholesky(A, *, upper=False):
 
 # -- QR -----------------------------------------------------------------------------------------------------
 class LinalgQr(Op):
+    name_ = "linalgqr"
     saves_inputs = True
     saves_output = True
     multi_output = True
@@ -123,6 +125,7 @@ def qr(A, mode="reduced"):
 
 # -- symmetric eigendecomposition ---------------------------------------------------------------------------
 class LinalgEigh(Op):
+    name_ = "linalgeigh"
     saves_output = True
     multi_output = True
 
@@ -168,6 +171,7 @@ def eigvalsh(A, UPLO="L"):
 
 # -- singular value decomposition ---------------------------------------------------------------------------
 class LinalgSvd(Op):
+    name_ = "linalgsvd"
     saves_output = True
     multi_output = True
 

@@ -12,6 +12,7 @@ __all__ = ["inv", "det", "slogdet", "solve"]
 
 
 class LinalgInvEx(Op):
+    name_ = "linalginvex"
     saves_output = True
 
     @staticmethod
@@ -29,6 +30,7 @@ class LinalgInvEx(Op):
 
 
 class LinalgDet(Op):
+    name_ = "linalgdet"
     saves_inputs = True
     saves_output = True
 
@@ -44,6 +46,7 @@ class LinalgDet(Op):
 
 
 class LinalgSlogdet(Op):
+    name_ = "linalgslogdet"
     saves_inputs = True
     multi_output = True
 
@@ -59,6 +62,7 @@ class LinalgSlogdet(Op):
 
 
 class LinalgSolveEx(Op):
+    name_ = "linalgsolveex"
     saves_inputs = True
     saves_output = True
 

@@ -15,6 +15,7 @@ _INF = math.inf
 
 
 class LinalgVectorNorm(Op):
+    name_ = "linalgvectornorm"
     saves_inputs = True
     saves_output = True
 

@@ -23,15 +23,15 @@ _INT_RANGES = {d: (-(1 << (8 * d.itemsize - 1)) if d.is_signed else 0, 1 << (8 *
                for d in (dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64)}
 
 
-def array_op(name: str, xp_function: str):
-    """A non-differentiable op class ``name`` whose forward is ``xp.<xp_function>(*arrays)``.
+def array_op(name: str, op_name: str, xp_function: str):
+    """A non-differentiable op class ``name`` (op name ``op_name``) whose forward is ``xp.<xp_function>(*arrays)``.
 
     For the tables of comparisons and bit operations, where each op is just a
     call into the array namespace.
     """
     def forward(ctx, xp, *arrays):
         return getattr(xp, xp_function)(*arrays)
-    return type(name, (Op,), {"forward": staticmethod(forward), "__doc__": f"``xp.{xp_function}``"})
+    return type(name, (Op,), {"name_": op_name, "forward": staticmethod(forward), "__doc__": f"``xp.{xp_function}``"})
 
 
 def promote(a, b):
@@ -52,9 +52,10 @@ def promote(a, b):
     if not isinstance(s, (int, float, bool)):
         raise TypeError(f"expected a Tensor or a Python number, got {type(s).__name__}")
     cat = t._dtype.category
-    if (isinstance(s, float) and cat < 2) or (isinstance(s, int) and not isinstance(s, bool) and cat == 0):
+    if (isinstance(s, float) and cat != dt.FLOATING) or \
+            (isinstance(s, int) and not isinstance(s, bool) and cat == dt.BOOL):
         t = t.to(dt.result_type(t, s))
-    if t._dtype.category == 2:
+    if t._dtype.is_floating_point:
         s = float(s)
     elif t._dtype is not dt.bool_:
         s = int(s)
@@ -86,9 +87,9 @@ def cast_scalar(value, like):
     """The Python number ``value`` as the element type of tensor ``like``, as PyTorch's ``fill_`` casts it:
     floats are truncated toward zero for integer dtypes, and a value out of the dtype's range raises."""
     cat = like._dtype.category
-    if cat == 2:
+    if cat == dt.FLOATING:
         return float(value)
-    if cat == 0:
+    if cat == dt.BOOL:
         return bool(value)
     name = like._dtype.name.replace("ember.", "")
     try:

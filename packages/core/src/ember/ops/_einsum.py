@@ -30,6 +30,7 @@ _LETTERS = string.ascii_uppercase + string.ascii_lowercase
 
 
 class Einsum(Op):
+    name_ = "einsum"
     saves_inputs = True
 
     @staticmethod

@@ -91,6 +91,8 @@ class Resample(Op):
     sizes), unused here, for an ONNX lowering to read.
     """
 
+    name_ = "resample"
+
     @staticmethod
     def forward(ctx, xp, a, maps=(), grad_name=None, **spec):
         ctx.maps = maps
@@ -107,6 +109,8 @@ class Resample(Op):
 
 class ResampleTranspose(Op):
     """The adjoint of :class:`Resample` (its backward)."""
+
+    name_ = "resampletranspose"
 
     @staticmethod
     def forward(ctx, xp, g, maps=()):

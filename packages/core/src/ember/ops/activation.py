@@ -1,7 +1,8 @@
 """Activation functions: ``sigmoid``, ``relu``, ``gelu``, ``silu``, ``softplus``, ``selu``, ``celu`` (also at
 ``ember.*``), and ``leaky_relu``, ``elu``, ``hardtanh``, ``relu6``, ``mish``, ``hardsigmoid``, ``hardswish``,
 ``logsigmoid``, ``softsign``, ``tanhshrink``, ``threshold``, ``hardshrink``, ``softshrink``, ``glu``, ``prelu``
-(which PyTorch offers only in ``torch.nn.functional``; ``ember.nn.functional`` exposes them all).
+(which PyTorch offers only in ``torch.nn.functional``; ``ember.nn.functional`` exposes them all). The
+piecewise-linear ones live in :mod:`ember.ops.activation_piecewise` and are re-exported here.
 
 Backward formulas are written with ember ops, so second derivatives work
 (``relu``'s, the one on every training step, runs on the arrays when no graph
@@ -19,8 +20,10 @@ from .. import _dtype as dt
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
 from ._common import Tensor, tensor_method
+from .activation_piecewise import (hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu, prelu,  # noqa: F401
+                                   relu6, softshrink, threshold, threshold_)
 from .inplace import apply_inplace
-from .pointwise import erf_array, float_input, not_implemented_for
+from .pointwise import erf_array, float_input, float_only, not_implemented_for
 from .shape import where
 
 __all__ = ["sigmoid", "logit", "relu", "relu_", "gelu", "silu", "softplus", "selu", "selu_", "celu", "celu_",
@@ -33,6 +36,7 @@ _TANH_CUBIC = 0.044715
 
 
 class Sigmoid(Op):
+    name_ = "sigmoid"
     saves_output = True
 
     @staticmethod
@@ -59,6 +63,7 @@ def sigmoid(input):
 
 
 class Logit(Op):
+    name_ = "logit"
     saves_inputs = True
 
     @staticmethod
@@ -89,6 +94,7 @@ def logit(input, eps=None):
 
 
 class Relu(Op):
+    name_ = "relu"
     saves_output = True
 
     @staticmethod
@@ -133,6 +139,7 @@ def relu_(input):
 
 
 class Gelu(Op):
+    name_ = "gelu"
     saves_inputs = True
 
     @staticmethod
@@ -165,7 +172,7 @@ def gelu(input, approximate="none"):
     """
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for("gelu", input._dtype)
     if approximate == "none":
         return Gelu.apply(input)
@@ -173,6 +180,7 @@ def gelu(input, approximate="none"):
 
 
 class Silu(Op):
+    name_ = "silu"
     saves_inputs = True
 
     @staticmethod
@@ -195,12 +203,13 @@ def silu(input):
     >>> ember.silu(ember.tensor([0.0]))
     tensor([0.])
     """
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for("silu", input._dtype)
     return Silu.apply(input)
 
 
 class Softplus(Op):
+    name_ = "softplus"
     saves_inputs = True
 
     @staticmethod
@@ -229,245 +238,9 @@ def softplus(input, beta=1.0, threshold=20.0):
     >>> ember.softplus(ember.tensor([30.0]))
     tensor([30.])
     """
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for("softplus", input._dtype)
     return Softplus.apply(input, beta=float(beta), threshold=float(threshold))
-
-
-def _float_only(name, input, kernel=None):
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    if input._dtype.category < 2:
-        raise not_implemented_for(kernel or name, input._dtype)
-
-
-# -- piecewise linear ---------------------------------------------------------------------------------------------
-class LeakyRelu(Op):
-    saves_inputs = True
-
-    @staticmethod
-    def forward(ctx, xp, a, negative_slope=0.01):
-        ctx.slope = negative_slope
-        if 0 <= negative_slope <= 1:  # max(a, slope * a) picks the right side; cheaper than a select
-            return xp.maximum(a, a * negative_slope)
-        return xp.where(a > 0, a, a * negative_slope)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, = ctx.saved_tensors
-        slope = ctx.slope
-        return g * ((a > 0).to(g.dtype) * (1 - slope) + slope)  # 1 where positive, else slope
-
-
-def leaky_relu(input, negative_slope=0.01):
-    """``input`` where positive, else ``negative_slope * input``.
-
-    >>> import ember
-    >>> from ember.ops.activation import leaky_relu
-    >>> leaky_relu(ember.tensor([-2.0, 3.0]), 0.5)
-    tensor([-1.,  3.])
-    """
-    _float_only("leaky_relu", input, "leaky_relu_cpu")
-    return LeakyRelu.apply(input, negative_slope=float(negative_slope))
-
-
-class Hardtanh(Op):
-    saves_inputs = True
-
-    @staticmethod
-    def forward(ctx, xp, a, min_val=-1.0, max_val=1.0):
-        ctx.bounds = (min_val, max_val)
-        return xp.clip(a, min_val, max_val)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, = ctx.saved_tensors
-        lo, hi = ctx.bounds
-        return g * ((a > lo) & (a < hi))
-
-
-def hardtanh(input, min_val=-1.0, max_val=1.0):
-    """``input`` clipped to ``[min_val, max_val]`` (integers stay integers); the gradient is zero outside.
-
-    >>> import ember
-    >>> from ember.ops.activation import hardtanh
-    >>> hardtanh(ember.tensor([-3.0, 0.5, 3.0]))
-    tensor([-1.0000,  0.5000,  1.0000])
-    """
-    if not isinstance(input, Tensor):
-        raise TypeError(f"hardtanh(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    if min_val > max_val:
-        raise ValueError("min_val cannot be greater than max_val")
-    if input._dtype is dt.bool_:
-        raise not_implemented_for("hardtanh", input._dtype, "a numeric")
-    cast = float if input._dtype.category == 2 else int
-    return Hardtanh.apply(input, min_val=cast(min_val), max_val=cast(max_val))
-
-
-def relu6(input):
-    """``min(max(input, 0), 6)``: :func:`hardtanh` between 0 and 6.
-
-    >>> import ember
-    >>> from ember.ops.activation import relu6
-    >>> relu6(ember.tensor([-1.0, 3.0, 9.0]))
-    tensor([0., 3., 6.])
-    """
-    return hardtanh(input, 0.0, 6.0)
-
-
-class Hardsigmoid(Op):
-    saves_inputs = True
-
-    @staticmethod
-    def forward(ctx, xp, a):
-        return xp.clip(a / 6 + 0.5, 0.0, 1.0)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, = ctx.saved_tensors
-        return g * ((a > -3) & (a < 3)) / 6
-
-
-def hardsigmoid(input):
-    """``relu6(input + 3) / 6``: 0 below -3, 1 above 3, linear in between.
-
-    >>> import ember
-    >>> from ember.ops.activation import hardsigmoid
-    >>> hardsigmoid(ember.tensor([-4.0, 0.0, 4.0]))
-    tensor([0.0000, 0.5000, 1.0000])
-    """
-    _float_only("hardsigmoid", input, "hardsigmoid_cpu")
-    return Hardsigmoid.apply(input)
-
-
-class Hardswish(Op):
-    saves_inputs = True
-
-    @staticmethod
-    def forward(ctx, xp, a):
-        return a * xp.clip(a / 6 + 0.5, 0.0, 1.0)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, = ctx.saved_tensors
-        return where(a < -3, g * 0, where(a <= 3, g * (a / 3 + 0.5), g))
-
-
-def hardswish(input):
-    """``input * relu6(input + 3) / 6``.
-
-    >>> import ember
-    >>> from ember.ops.activation import hardswish
-    >>> hardswish(ember.tensor([-4.0, 0.0, 4.0]))
-    tensor([-0., 0., 4.])
-    """
-    _float_only("hardswish", input, "hardswish_cpu")
-    return Hardswish.apply(input)
-
-
-class Threshold(Op):
-    saves_inputs = True
-
-    @staticmethod
-    def forward(ctx, xp, a, threshold=0.0, value=0.0):
-        ctx.threshold = threshold
-        return xp.where(a <= threshold, xp.asarray(value, dtype=a.dtype), a)  # NaN stays NaN, as in PyTorch
-
-    @staticmethod
-    def backward(ctx, g):
-        a, = ctx.saved_tensors
-        return g * ~(a <= ctx.threshold)
-
-
-def _threshold(input, threshold, value):  # noqa: A002 - PyTorch's argument name
-    if not isinstance(input, Tensor):
-        raise TypeError(f"threshold(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    if input._dtype is dt.bool_:
-        raise not_implemented_for("threshold", input._dtype, "a numeric")
-    cast = float if input._dtype.category == 2 else int
-    return Threshold.apply(input, threshold=cast(threshold), value=cast(value))
-
-
-def threshold(input, threshold, value):  # noqa: A002 - PyTorch's argument name
-    """``input`` where it is greater than ``threshold``, else ``value``.
-
-    >>> import ember
-    >>> ember.threshold(ember.tensor([0.5, 2.0]), 1.0, -1.0)
-    tensor([-1.,  2.])
-    """
-    return _threshold(input, threshold, value)
-
-
-def threshold_(input, threshold, value):  # noqa: A002 - PyTorch's argument name
-    """In-place :func:`threshold`."""
-    return apply_inplace(input, lambda cur: _threshold(cur, threshold, value), saves_self=True)
-
-
-class Hardshrink(Op):
-    saves_inputs = True
-
-    @staticmethod
-    def forward(ctx, xp, a, lambd=0.5):
-        ctx.lambd = lambd
-        return xp.where(xp.abs(a) <= lambd, xp.zeros_like(a), a)  # NaN stays NaN, as in PyTorch
-
-    @staticmethod
-    def backward(ctx, g):
-        a, = ctx.saved_tensors
-        return g * (a.abs() > ctx.lambd)
-
-
-@tensor_method()
-def hardshrink(input, lambd=0.5):
-    """``input`` where ``|input| > lambd``, else 0.
-
-    >>> import ember
-    >>> ember.hardshrink(ember.tensor([-1.0, 0.2, 0.7]))
-    tensor([-1.0000,  0.0000,  0.7000])
-    """
-    _float_only("hardshrink", input, "hardshrink_cpu")
-    return Hardshrink.apply(input, lambd=float(lambd))
-
-
-class Softshrink(Hardshrink):  # the same gradient: 1 outside [-lambd, lambd]
-    @staticmethod
-    def forward(ctx, xp, a, lambd=0.5):
-        ctx.lambd = lambd
-        return xp.where(a > lambd, a - lambd, xp.where(a < -lambd, a + lambd, a * 0))  # NaN stays NaN
-
-
-def softshrink(input, lambd=0.5):
-    """``input`` moved ``lambd`` toward zero, and 0 within ``[-lambd, lambd]``.
-
-    >>> import ember
-    >>> from ember.ops.activation import softshrink
-    >>> softshrink(ember.tensor([-1.0, 0.2, 1.5]))
-    tensor([-0.5000,  0.0000,  1.0000])
-    """
-    _float_only("softshrink", input, "softshrink_cpu")
-    if lambd < 0:
-        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    return Softshrink.apply(input, lambd=float(lambd))
-
-
-@tensor_method()
-def prelu(input, weight):
-    """:func:`leaky_relu` with a learnable slope: one for all channels, or one per channel (dim 1).
-
-    >>> import ember
-    >>> ember.prelu(ember.tensor([[-2.0, 2.0]]), ember.tensor([0.25]))
-    tensor([[-0.5000,  2.0000]])
-    """
-    _float_only("prelu", input)
-    n = weight.numel()
-    if n != 1:
-        channels = input.shape[1] if input.ndim >= 2 else (input.shape[0] if input.ndim == 1 else 1)
-        if n != channels:
-            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = {n} "
-                               f"and channel size = {channels}.")
-        if input.ndim >= 2:
-            weight = weight.reshape((n,) + (1,) * (input.ndim - 2))
-    return where(input > 0, input, input * weight)
 
 
 # -- exponential ---------------------------------------------------------------------------------------------------
@@ -478,6 +251,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 class Elu(Op):
     """``scale * x`` for ``x > 0``, else ``scale * alpha * (exp(input_scale * x) - 1)`` (ELU, SELU and CELU)."""
 
+    name_ = "elu"
     saves_inputs = True
 
     @staticmethod
@@ -496,10 +270,12 @@ class Elu(Op):
 
 
 class Selu(Elu):
+    name_ = "selu"
     backward_name = "EluBackward0"  # PyTorch records SELU as ELU with its constants
 
 
 class Celu(Elu):
+    name_ = "celu"
     pass
 
 
@@ -511,7 +287,7 @@ def elu(input, alpha=1.0):
     >>> elu(ember.tensor([-100.0, 2.0]))
     tensor([-1.,  2.])
     """
-    _float_only("elu", input, "elu_cpu")
+    float_only("elu", input, "elu_cpu")
     return Elu.apply(input, alpha=float(alpha))
 
 
@@ -522,7 +298,7 @@ def selu(input):
     >>> ember.selu(ember.tensor([0.0, 1.0]))
     tensor([0.0000, 1.0507])
     """
-    _float_only("selu", input, "elu_cpu")
+    float_only("selu", input, "elu_cpu")
     return Selu.apply(input, alpha=_SELU_ALPHA, scale=_SELU_SCALE)
 
 
@@ -533,7 +309,7 @@ def celu(input, alpha=1.0):
     >>> ember.celu(ember.tensor([-100.0, 2.0]), alpha=2.0)
     tensor([-2.,  2.])
     """
-    _float_only("celu", input, "elu_cpu")
+    float_only("celu", input, "elu_cpu")
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     return Celu.apply(input, alpha=float(alpha), input_scale=1.0 / alpha)
@@ -556,6 +332,7 @@ def _softplus_array(xp, a):
 
 
 class Mish(Op):
+    name_ = "mish"
     saves_inputs = True
 
     @staticmethod
@@ -577,11 +354,12 @@ def mish(input):
     >>> mish(ember.tensor([0.0, 50.0]))
     tensor([ 0., 50.])
     """
-    _float_only("mish", input, "mish_cpu")
+    float_only("mish", input, "mish_cpu")
     return Mish.apply(input)
 
 
 class LogSigmoid(Op):
+    name_ = "logsigmoid"
     saves_inputs = True
 
     @staticmethod
@@ -602,7 +380,7 @@ def logsigmoid(input):
     >>> logsigmoid(ember.tensor([-200.0, 0.0]))
     tensor([-200.0000,   -0.6931])
     """
-    _float_only("log_sigmoid", input, "log_sigmoid_cpu")
+    float_only("log_sigmoid", input, "log_sigmoid_cpu")
     return LogSigmoid.apply(input)
 
 

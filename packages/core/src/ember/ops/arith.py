@@ -20,6 +20,7 @@ __all__ = ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_d
 class Add(Op):
     """``a + alpha * b``; its backward reduces the gradient to each input's shape."""
 
+    name_ = "add"
     alpha = 1
     sign = 1
     wants_shapes = True
@@ -44,6 +45,7 @@ class Add(Op):
 class Sub(Add):
     """``a - alpha * b``."""
 
+    name_ = "sub"
     sign = -1
 
     @staticmethod
@@ -57,13 +59,14 @@ class Sub(Add):
 class RsubScalar(Sub):
     """``number - tensor``."""
 
-    name_ = "sub"
+    name_ = "rsub_scalar"
     backward_name = "RsubBackward1"
 
 
 class Mul(Op):
     """``scale * a * b`` (``scale`` a Python number, 1 for the ``*`` operator)."""
 
+    name_ = "mul"
     saves_inputs = True
     scale = 1
 
@@ -88,6 +91,7 @@ class Mul(Op):
 
 
 class Div(Op):
+    name_ = "div"
     saves_inputs = True
 
     @staticmethod
@@ -104,6 +108,7 @@ class Div(Op):
 
 
 class Pow(Op):
+    name_ = "pow"
     saves_inputs = True
     saves_output = True
 
@@ -128,14 +133,14 @@ class Pow(Op):
 class PowTensor(Pow):
     """``tensor ** tensor`` (PyTorch names its node differently)."""
 
-    name_ = "pow"
+    name_ = "pow_tensor"
     backward_name = "PowBackward1"
 
 
 class PowScalarBase(Pow):
     """``number ** tensor``."""
 
-    name_ = "pow"
+    name_ = "pow_scalar_base"
     backward_name = "PowBackward2"
 
 
@@ -145,6 +150,8 @@ def _log_scalar(a):
 
 
 class Neg(Op):
+    name_ = "neg"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.negative(a)
@@ -155,6 +162,8 @@ class Neg(Op):
 
 
 class FloorDivide(Op):
+    name_ = "floordivide"
+
     @staticmethod
     def forward(ctx, xp, a, b):
         return xp.floor_divide(a, b)
@@ -163,6 +172,7 @@ class FloorDivide(Op):
 class Remainder(Op):
     """``a - floor(a / b) * b``: d/da is 1 almost everywhere, d/db is ``-floor(a / b)``."""
 
+    name_ = "remainder"
     backward_name = "RemainderBackward1"
     saves_inputs = True
     rounding = "floor"
@@ -183,6 +193,7 @@ class Remainder(Op):
 class Fmod(Remainder):
     """``a - trunc(a / b) * b`` (the sign of ``a``)."""
 
+    name_ = "fmod"
     backward_name = "FmodBackward1"
     rounding = "trunc"
 
@@ -197,12 +208,12 @@ class Fmod(Remainder):
 class RemainderScalar(Remainder):
     """``remainder`` by a number (PyTorch names it differently)."""
 
-    name_ = "remainder"
+    name_ = "remainder_scalar"
     backward_name = "RemainderBackward0"
 
 
 class FmodScalar(Fmod):
-    name_ = "fmod"
+    name_ = "fmod_scalar"
     backward_name = "FmodBackward0"
 
 
@@ -263,7 +274,7 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode is None:
         a, b = promote(input, other)
         t = a if isinstance(a, Tensor) else b
-        if t._dtype.category < 2:
+        if not t._dtype.is_floating_point:
             f = dt.get_default_dtype()
             a = a.to(f) if isinstance(a, Tensor) else float(a)
             b = b.to(f) if isinstance(b, Tensor) else float(b)
@@ -274,7 +285,7 @@ def div(input, other, *, rounding_mode=None):
         q = div(input, other)
         t = input if isinstance(input, Tensor) else other
         q = q.trunc()
-        return q if t._dtype.category == 2 or isinstance(other, float) else q.to(dt.result_type(input, other))
+        return q if t._dtype.is_floating_point or isinstance(other, float) else q.to(dt.result_type(input, other))
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {rounding_mode!r}")
 
 
@@ -321,7 +332,7 @@ def fmod(input, other):
 def pow(input, exponent):  # noqa: A001 - PyTorch's name
     """``input ** exponent``; either may be a Python number."""
     a, b = promote(input, exponent)
-    if isinstance(a, Tensor) and isinstance(b, int) and b < 0 and a._dtype.category < 2:
+    if isinstance(a, Tensor) and isinstance(b, int) and b < 0 and not a._dtype.is_floating_point:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     if not isinstance(b, Tensor):
         return Pow.apply(a, b)

@@ -34,7 +34,7 @@ def _floats(name, input, other, scalar_other=False):
         raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor"
                         f"{' or Number' if scalar_other else ''}, not {type(other).__name__}")
     a, b = promote(input, other)
-    if a._dtype.category < 2:
+    if not a._dtype.is_floating_point:
         a = a.to(dt.get_default_dtype())
         b = b.to(a._dtype) if isinstance(b, Tensor) else float(b)
     return a, b
@@ -51,6 +51,7 @@ def _array(xp, value, like):
 
 
 class Hypot(Op):
+    name_ = "hypot"
     saves_inputs = True
     saves_output = True
 
@@ -80,6 +81,7 @@ def hypot(input, other):
 class Logaddexp(Op):
     """``log_b(b ** x + b ** y)`` for the base ``b = exp(scale)`` (e for ``logaddexp``)."""
 
+    name_ = "logaddexp"
     saves_inputs = True
     scale = 1.0
 
@@ -98,6 +100,7 @@ class Logaddexp(Op):
 
 
 class Logaddexp2(Logaddexp):
+    name_ = "logaddexp2"
     scale = _LN2
 
 
@@ -124,6 +127,7 @@ def logaddexp2(input, other):
 
 
 class Copysign(Op):
+    name_ = "copysign"
     saves_inputs = True
     saves_output = True
 
@@ -152,6 +156,7 @@ def copysign(input, other):
 
 
 class Xlogy(Op):
+    name_ = "xlogy"
     saves_inputs = True
 
     @staticmethod

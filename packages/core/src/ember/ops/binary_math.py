@@ -30,6 +30,7 @@ def _require_tensor(fn, name, position, value):
 
 
 class Maximum(Op):
+    name_ = "maximum"
     saves_inputs = True
 
     @staticmethod
@@ -46,6 +47,7 @@ class Maximum(Op):
 
 
 class Minimum(Op):
+    name_ = "minimum"
     saves_inputs = True
 
     @staticmethod
@@ -87,6 +89,7 @@ def minimum(input, other):
 class Fmax(Op):
     """``maximum`` that ignores NaN (NaN only where both are NaN)."""
 
+    name_ = "fmax"
     saves_inputs = True
     pick = "maximum"  # the array function that compares
     wins = staticmethod(operator.ge)  # where ``input`` is the one picked (ties too, as in PyTorch)
@@ -108,6 +111,7 @@ class Fmax(Op):
 class Fmin(Fmax):
     """``minimum`` that ignores NaN."""
 
+    name_ = "fmin"
     pick = "minimum"
     wins = staticmethod(operator.le)
 
@@ -137,6 +141,7 @@ def fmin(input, other):
 
 
 class Atan2(Op):
+    name_ = "atan2"
     saves_inputs = True
 
     @staticmethod
@@ -161,7 +166,7 @@ def atan2(input, other):
     """
     _require_tensor("atan2", "other", 2, other)
     a, b = promote(input, other)
-    if a._dtype.category < 2:
+    if not a._dtype.is_floating_point:
         f = dt.get_default_dtype()
         a, b = a.to(f), b.to(f)
     return Atan2.apply(a, b)
@@ -171,6 +176,7 @@ arctan2 = atan2
 
 
 class Lerp(Op):
+    name_ = "lerp"
     backward_name = "LerpBackward1"
     saves_inputs = True
 
@@ -188,7 +194,7 @@ class Lerp(Op):
 
 
 class LerpScalar(Op):
-    name_ = "lerp"
+    name_ = "lerp_scalar"
     backward_name = "LerpBackward0"
 
     @staticmethod
@@ -216,7 +222,7 @@ def lerp(input, end, weight):
         if isinstance(t, Tensor) and t._dtype is not input._dtype:
             raise RuntimeError(f"expected dtype {_c_name(input._dtype)} for `{name}` but got dtype "
                                f"{_c_name(t._dtype)}")
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for("lerp", input._dtype)
     if isinstance(weight, Tensor):
         return Lerp.apply(input, end, weight)
@@ -231,6 +237,7 @@ def _c_name(d):
 # -- clamp ---------------------------------------------------------------------------------------------------------
 class Clamp(Op):
     """Clamp with tensor bounds (either may be absent)."""
+    name_ = "clamp"
     saves_inputs = True
 
     @staticmethod
@@ -258,7 +265,7 @@ class Clamp(Op):
 
 
 class ClampScalar(Op):
-    name_ = "clamp"
+    name_ = "clamp_scalar"
     backward_name = "ClampBackward1"
     saves_inputs = True
 
@@ -300,7 +307,7 @@ def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's argument names
             raise TypeError(f"clamp(): argument '{name}' must be a Number or a Tensor, not {type(bound).__name__}")
     want = dt.result_type(*(x for x in (input, min, max) if x is not None))
     input = input.to(want)
-    cast = float if want.category == 2 else int
+    cast = float if want.is_floating_point else int
     return ClampScalar.apply(input, lo=None if min is None else cast(min), hi=None if max is None else cast(max))
 
 

@@ -27,24 +27,32 @@ def _as_bool(xp, a):
 
 
 class LogicalAnd(Op):
+    name_ = "logicaland"
+
     @staticmethod
     def forward(ctx, xp, a, b):
         return xp.logical_and(_as_bool(xp, a), _as_bool(xp, b))
 
 
 class LogicalOr(Op):
+    name_ = "logicalor"
+
     @staticmethod
     def forward(ctx, xp, a, b):
         return xp.logical_or(_as_bool(xp, a), _as_bool(xp, b))
 
 
 class LogicalXor(Op):
+    name_ = "logicalxor"
+
     @staticmethod
     def forward(ctx, xp, a, b):
         return xp.logical_xor(_as_bool(xp, a), _as_bool(xp, b))
 
 
 class LogicalNot(Op):
+    name_ = "logicalnot"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.logical_not(_as_bool(xp, a))
@@ -98,13 +106,15 @@ def logical_not(input):
 
 
 # -- bitwise ----------------------------------------------------------------------------------------------------
-BitwiseAnd = array_op("BitwiseAnd", "bitwise_and")
-BitwiseOr = array_op("BitwiseOr", "bitwise_or")
-BitwiseXor = array_op("BitwiseXor", "bitwise_xor")
-BitwiseLeftShift = array_op("BitwiseLeftShift", "bitwise_left_shift")
-BitwiseRightShift = array_op("BitwiseRightShift", "bitwise_right_shift")
+BitwiseAnd = array_op("BitwiseAnd", "bitwiseand", "bitwise_and")
+BitwiseOr = array_op("BitwiseOr", "bitwiseor", "bitwise_or")
+BitwiseXor = array_op("BitwiseXor", "bitwisexor", "bitwise_xor")
+BitwiseLeftShift = array_op("BitwiseLeftShift", "bitwiseleftshift", "bitwise_left_shift")
+BitwiseRightShift = array_op("BitwiseRightShift", "bitwiserightshift", "bitwise_right_shift")
 
 class BitwiseNot(Op):
+    name_ = "bitwisenot"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.logical_not(a) if a.dtype == xp.bool else xp.bitwise_invert(a)
@@ -114,7 +124,7 @@ def _bitwise(op, name, allow_bool=True):
     def fn(input, other):
         a, b = promote(input, other)
         t = a if isinstance(a, Tensor) else b
-        if t._dtype.category == 2 or (not allow_bool and t._dtype is dt.bool_):
+        if t._dtype.is_floating_point or (not allow_bool and t._dtype is dt.bool_):
             raise not_implemented_for(name, t._dtype, "an integer or bool" if allow_bool else "an integer")
         if t._dtype is dt.bool_:
             a, b = (bool(x) if not isinstance(x, Tensor) else x for x in (a, b))
@@ -178,6 +188,6 @@ def bitwise_not(input):
     >>> ~ember.tensor([0, 5])
     tensor([-1, -6])
     """
-    if input._dtype.category == 2:
+    if input._dtype.is_floating_point:
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
     return BitwiseNot.apply(input)

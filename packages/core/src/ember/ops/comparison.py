@@ -19,12 +19,12 @@ __all__ = ["eq", "ne", "gt", "ge", "lt", "le", "greater", "greater_equal", "less
            "isclose", "allclose", "equal"]
 
 
-Eq = array_op("Eq", "equal")
-Ne = array_op("Ne", "not_equal")
-Gt = array_op("Gt", "greater")
-Ge = array_op("Ge", "greater_equal")
-Lt = array_op("Lt", "less")
-Le = array_op("Le", "less_equal")
+Eq = array_op("Eq", "eq", "equal")
+Ne = array_op("Ne", "ne", "not_equal")
+Gt = array_op("Gt", "gt", "greater")
+Ge = array_op("Ge", "ge", "greater_equal")
+Lt = array_op("Lt", "lt", "less")
+Le = array_op("Le", "le", "less_equal")
 
 _NUMBERS = (int, float, bool)
 
@@ -72,6 +72,8 @@ greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 
 class IsClose(Op):
+    name_ = "isclose"
+
     @staticmethod
     def forward(ctx, xp, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
         if not xp.isdtype(a.dtype, "real floating"):

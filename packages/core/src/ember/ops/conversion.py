@@ -101,6 +101,8 @@ def cuda(self, device=None):
 class PinMemory(Op):
     """A copy of a CPU array into the page-locked host memory of ``backend``; the gradient passes through."""
 
+    name_ = "pinmemory"
+
     @staticmethod
     def forward(ctx, xp, a, backend=None):
         return backend.pin_memory(a)

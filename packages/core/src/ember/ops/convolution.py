@@ -136,6 +136,7 @@ def weight_grad_forward(xp, big, small, geometry, kernel):
 class Convolution(Op):
     """``conv`` (``transposed=False``) or ``conv_transpose`` of ``(input, weight, bias or None)``."""
 
+    name_ = "convolution"
     saves_inputs = True
     backward_name = "ConvolutionBackward0"
 
@@ -163,13 +164,14 @@ class Convolution(Op):
 class ConvolutionBackward(Convolution):
     """A convolution computed inside a backward pass (same kernel; PyTorch's name for its node)."""
 
-    name_ = "convolution"
+    name_ = "convolution_backward"
     backward_name = "ConvolutionBackwardBackward0"
 
 
 class ConvolutionWeightGrad(Op):
     """``d conv(big, w) / d w`` contracted with the gradient ``small``; differentiable in both."""
 
+    name_ = "convolutionweightgrad"
     saves_inputs = True
     backward_name = "ConvolutionBackwardBackward0"
 

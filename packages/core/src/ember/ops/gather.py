@@ -49,6 +49,8 @@ def _bounds(xp, idx, n, d, fn, allow_negative=False):
 
 
 class IndexSelect(Op):
+    name_ = "indexselect"
+
     @staticmethod
     def forward(ctx, xp, a, index=None, dim=0):
         ctx.shape, ctx.index, ctx.dim = a.shape, index, dim
@@ -62,6 +64,8 @@ class IndexSelect(Op):
 
 
 class IndexAdd(Op):
+    name_ = "indexadd"
+
     @staticmethod
     def forward(ctx, xp, a, src, index=None, dim=0, alpha=1):
         ctx.index, ctx.dim, ctx.alpha = index, dim, alpha
@@ -136,6 +140,8 @@ def _same_device(index, like):
 
 
 class Gather(Op):
+    name_ = "gather"
+
     @staticmethod
     def forward(ctx, xp, a, index=None, dim=0):
         ctx.shape, ctx.index, ctx.dim = a.shape, index, dim
@@ -160,6 +166,7 @@ class ScatterAdd(Op):
     """Add ``src`` into ``a`` at the positions ``index`` gives along ``dim``."""
 
     #: how rows are written: added (``scatter_add``) or put (``scatter``)
+    name_ = "scatteradd"
     write = staticmethod(add_rows)
     #: whether the values of ``a`` that get written over lose their gradient
     overwrites = False
@@ -187,6 +194,7 @@ class ScatterAdd(Op):
 class Scatter(ScatterAdd):
     """Put ``src`` into ``a`` at the positions ``index`` gives along ``dim``."""
 
+    name_ = "scatter"
     write = staticmethod(put_rows)
     overwrites = True
 
@@ -197,6 +205,7 @@ def _pad_to(g, shape):
 
 
 class ScatterValue(Op):
+    name_ = "scattervalue"
     backward_name = "ScatterBackward1"
 
     @staticmethod
@@ -212,6 +221,8 @@ class ScatterValue(Op):
 
 
 class ScatterMultiply(Op):
+    name_ = "scattermultiply"
+
     @staticmethod
     def forward(ctx, xp, a, src, index=None, dim=0):
         if not hasattr(src, "shape"):

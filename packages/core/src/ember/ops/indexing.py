@@ -77,6 +77,8 @@ def _unmove(xp, flat, perm, moved_shape):
 
 
 class Index(Op):
+    name_ = "index"
+
     @staticmethod
     def forward(ctx, xp, a, plan=None):
         ctx.plan, ctx.shape = plan, a.shape
@@ -90,6 +92,8 @@ class Index(Op):
 
 
 class IndexPut(Op):
+    name_ = "indexput"
+
     @staticmethod
     def forward(ctx, xp, a, value, plan=None, accumulate=False):
         ctx.plan, ctx.accumulate = plan, accumulate

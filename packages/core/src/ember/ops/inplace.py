@@ -132,14 +132,14 @@ def _arith_inplace(self, other, operator, scale=1):
     view. Returns False (and changes nothing) otherwise; the caller then takes
     the general path, which also gives PyTorch's errors.
     """
-    if self._requires_grad and STATE.enabled or self._base is not None or _function.TRACE is not None:
+    if self._requires_grad and STATE.enabled or self._base is not None or _function.TRACE.get() is not None:
         return False  # (an ONNX export trace must see the op, so it takes the general path too)
     if isinstance(other, Tensor):
         if other._requires_grad and STATE.enabled or other._dtype is not self._dtype \
                 or other._device.key != self._device.key or other._data.ndim > self._data.ndim:
             return False
         value = other._data
-    elif isinstance(other, (int, float)) and not isinstance(other, bool) and self._dtype.category == 2:
+    elif isinstance(other, (int, float)) and not isinstance(other, bool) and self._dtype.is_floating_point:
         value = other
     else:
         return False
@@ -172,6 +172,7 @@ def _tensors(*xs):
 
 # -- copying and filling ---------------------------------------------------------------
 class Copy(Op):
+    name_ = "copy"
     backward_name = "CopyBackwards"
 
     @staticmethod
@@ -186,6 +187,7 @@ class Copy(Op):
 
 
 class Fill(Op):
+    name_ = "fill"
     backward_name = "FillBackward2"  # PyTorch's name for fill_ with a number
 
     @staticmethod
@@ -201,10 +203,12 @@ class Fill(Op):
 
 
 class FillTensor(Fill):
+    name_ = "filltensor"
     backward_name = "FillBackward3"  # PyTorch's name for fill_ with a 0-d tensor
 
 
 class Zero(Fill):
+    name_ = "zero"
     backward_name = "ZeroBackward0"
 
 

@@ -170,8 +170,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                            f"{list(input.shape)}")
     if mode == "area":
         return (adaptive_avg_pool1d if nd == 1 else adaptive_avg_pool2d)(input, sizes)
-    category = input._dtype.category
-    if category == 0 or (mode in _LINEAR and category < 2):
+    dtype = input._dtype
+    if dtype.category == dtype.BOOL or (mode in _LINEAR and not dtype.is_floating_point):
         kernel = f"upsample_{'nearest' if mode.startswith('nearest') else mode}{nd}d"
         raise not_implemented_for(kernel, input._dtype, "a floating point" if mode in _LINEAR else "a numeric")
     maps = []

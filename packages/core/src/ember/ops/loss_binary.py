@@ -52,6 +52,7 @@ def _scaled(ctx, g, x, w):
 
 
 class BinaryCrossEntropy(Op):
+    name_ = "binarycrossentropy"
     saves_inputs = True
 
     @staticmethod
@@ -85,7 +86,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     check_tensor(fn, "target", 2, target)
     same_size("Using a target size ({target}) that is different to the input size ({input}) is deprecated. "
               "Please ensure they have the same size.", input, target)
-    if input._dtype.category != 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for(fn, input._dtype)
     if target._dtype is not input._dtype:
         raise RuntimeError(f"Found dtype {dtype_name(target)} but expected {dtype_name(input)}")
@@ -96,6 +97,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 
 class BinaryCrossEntropyWithLogits(Op):
+    name_ = "binarycrossentropywithlogits"
     saves_inputs = True
 
     @staticmethod
@@ -147,9 +149,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     check_tensor(fn, "input", 1, input)
     check_tensor(fn, "target", 2, target)
     same_size("Target size ({target}) must be the same as input size ({input})", input, target)
-    if input._dtype.category != 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for(fn, input._dtype)
-    if target._dtype.category != 2:
+    if not target._dtype.is_floating_point:
         raise RuntimeError(f"{fn}: expected a floating point target, got {dtype_name(target)} "
                            "(convert it with target.float())")
     input, target = float_pair(fn, input, target)

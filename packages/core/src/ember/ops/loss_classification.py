@@ -103,6 +103,8 @@ def _backward_mode(g):
 class NllLoss(Op):
     """``-weight[t] * logp[n, t]`` for each target ``t``, reduced; logp's second derivative is zero."""
 
+    name_ = "nllloss"
+
     @staticmethod
     def forward(ctx, xp, logp, target, weight, ignore_index=-100, reduction="mean", may_ignore=True):
         _remember_targets(ctx, xp, logp, target, weight, ignore_index, may_ignore)
@@ -133,6 +135,7 @@ class CrossEntropy(Op):
     ``(1 - ls) * w[t] * -logp[t] + ls / C * sum_c(w[c] * -logp[c])``.
     """
 
+    name_ = "crossentropy"
     backward_name = "NllLossBackward0"  # the node PyTorch's cross_entropy ends in
     saves_inputs = True
 
@@ -204,7 +207,7 @@ def _class_index_layout(input, target):
 
 
 def _float_input(fn, input):
-    if input._dtype.category != 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for(fn, input._dtype)
 
 
@@ -278,7 +281,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 def _cross_entropy_probabilities(input, target, weight, ignore_index, reduction, label_smoothing):
-    if target._dtype.category != 2:
+    if not target._dtype.is_floating_point:
         raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
                            f"{dtype_name(target)}")
     if ignore_index >= 0:
@@ -323,6 +326,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 
 
 class KlDiv(Op):
+    name_ = "kldiv"
     saves_inputs = True
 
     @staticmethod
@@ -367,7 +371,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                            "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
     check_tensor("kl_div", "input", 1, input)
     check_tensor("kl_div", "target", 2, target)
-    if input._dtype.category != 2 or target._dtype.category != 2:
+    if not input._dtype.is_floating_point or not target._dtype.is_floating_point:
         raise RuntimeError("kl_div: Integral inputs not supported.")
     a, t = broadcast_pair(*promote(input, target), warn=False)
     out = KlDiv.apply(a, t, reduction="sum" if reduction == "batchmean" else reduction, log_target=bool(log_target))

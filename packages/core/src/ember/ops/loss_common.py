@@ -83,7 +83,7 @@ def float_pair(fn: str, input, target, names=("input", "target")):
     check_tensor(fn, names[0], 1, input)
     check_tensor(fn, names[1], 2, target)
     input, target = promote(input, target)
-    if input._dtype.category != 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for(fn, input._dtype)
     return input, target
 

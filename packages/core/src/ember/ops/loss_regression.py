@@ -34,6 +34,7 @@ def _input_target_grads(ctx, grad):
 
 
 class MseLoss(Op):
+    name_ = "mseloss"
     saves_inputs = True
 
     @staticmethod
@@ -97,6 +98,7 @@ def _quadratic_then_linear_backward(ctx, g):
 
 
 class SmoothL1Loss(Op):
+    name_ = "smoothl1loss"
     saves_inputs = True
     backward = staticmethod(_quadratic_then_linear_backward)
 
@@ -107,6 +109,7 @@ class SmoothL1Loss(Op):
 
 
 class HuberLoss(Op):
+    name_ = "huberloss"
     saves_inputs = True
     backward = staticmethod(_quadratic_then_linear_backward)
 

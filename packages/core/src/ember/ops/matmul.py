@@ -44,6 +44,7 @@ def _need_tensor(fn, name, x):
 
 # -- ops --------------------------------------------------------------------------------------------------
 class Mm(Op):
+    name_ = "mm"
     saves_inputs = True
 
     @staticmethod
@@ -62,8 +63,11 @@ class Mm(Op):
 class Bmm(Mm):
     """Batched ``mm`` (3-D operands); only its name differs."""
 
+    name_ = "bmm"
+
 
 class Mv(Op):
+    name_ = "mv"
     saves_inputs = True
 
     @staticmethod
@@ -79,6 +83,7 @@ class Mv(Op):
 
 
 class Dot(Op):
+    name_ = "dot"
     saves_inputs = True
 
     @staticmethod
@@ -95,6 +100,7 @@ class Dot(Op):
 
 class Matmul(Op):
     """Batched, broadcasting matmul; 1-D operands get a dimension added and removed again."""
+    name_ = "matmul"
     saves_inputs = True
     backward_name = "UnsafeViewBackward0"
 
@@ -125,6 +131,7 @@ class Matmul(Op):
 
 
 class TensorDot(Op):
+    name_ = "tensordot"
     saves_inputs = True
 
     @staticmethod
@@ -163,6 +170,7 @@ def _tensordot(a, b, dims_a, dims_b):
 
 class Addmm(Op):
     """``beta * input + alpha * (mat1 @ mat2)``; also batched (``baddbmm``)."""
+    name_ = "addmm"
     saves_inputs = True
 
     @staticmethod
@@ -191,6 +199,7 @@ class Addmm(Op):
 
 
 class Baddbmm(Addmm):
+    name_ = "baddbmm"
     pass
 
 

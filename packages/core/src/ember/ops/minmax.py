@@ -60,6 +60,7 @@ class MinAll(MaxAll):
 
 
 class Amax(Op):
+    name_ = "amax"
     saves_inputs = True
     saves_output = True
 
@@ -79,6 +80,8 @@ class Amax(Op):
 
 
 class Amin(Amax):
+    name_ = "amin"
+
     @staticmethod
     def forward(ctx, xp, a, dims=None, keepdim=False):
         ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
@@ -92,7 +95,7 @@ def _one_hot_along(xp, index, axis, n, ndim):
 
 
 class MaxDim(Op):
-    name_ = "max"
+    name_ = "max_dim"
     backward_name = "MaxBackward0"
     multi_output = True
 
@@ -107,7 +110,7 @@ class MaxDim(Op):
 
 
 class MinDim(MaxDim):
-    name_ = "min"
+    name_ = "min_dim"
     backward_name = "MinBackward0"
 
     @staticmethod
@@ -238,6 +241,8 @@ def aminmax(input, *, dim=None, keepdim=False):
 
 
 class Argmax(Op):
+    name_ = "argmax"
+
     @staticmethod
     def forward(ctx, xp, a, dim=None, keepdim=False):
         if dim is None:
@@ -247,6 +252,8 @@ class Argmax(Op):
 
 
 class Argmin(Op):
+    name_ = "argmin"
+
     @staticmethod
     def forward(ctx, xp, a, dim=None, keepdim=False):
         if dim is None:

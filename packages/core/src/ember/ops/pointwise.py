@@ -45,9 +45,17 @@ def not_implemented_for(op_name: str, dtype, needs: str = "a floating point") ->
 
 def float_input(input):
     """``input`` itself if floating, else cast to the default float dtype (PyTorch's int-to-float rule)."""
-    if input._dtype.category == 2:
+    if input._dtype.is_floating_point:
         return input
     return input.to(dt.get_default_dtype())
+
+
+def float_only(name, input, kernel=None):
+    """Raise unless ``input`` is a floating tensor (PyTorch's messages; ``kernel`` names the op in the second)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if not input._dtype.is_floating_point:
+        raise not_implemented_for(kernel or name, input._dtype)
 
 
 def _check_tensor(fn_name, input):
@@ -73,7 +81,7 @@ def _float_unary(name, cls_name, forward, grad, saves, doc, example, aliases=())
     def fn(input):
         if input.__class__ is not Tensor:
             _check_tensor(name, input)
-        return op.apply(input if input._dtype.category == 2 else input.to(dt.get_default_dtype()))
+        return op.apply(input if input._dtype.is_floating_point else input.to(dt.get_default_dtype()))
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"{doc}; integers compute in the default float dtype.\n\n>>> import ember\n{example}\n"
@@ -227,6 +235,7 @@ def erf_array(xp, a, *, tiny_exact=True):
 
 # -- dtype-keeping functions ------------------------------------------------------------------------------------
 class Abs(Op):
+    name_ = "abs"
     saves_inputs = True
 
     @staticmethod
@@ -268,7 +277,7 @@ def square(input):
     return input.pow(2)
 
 
-class _ZeroGrad(Op):
+class _ZeroGrad(Op, abstract=True):
     """Piecewise-constant functions: the gradient is zero wherever it exists."""
 
     @staticmethod
@@ -277,6 +286,8 @@ class _ZeroGrad(Op):
 
 
 class Sign(_ZeroGrad):
+    name_ = "sign"
+
     @staticmethod
     def forward(ctx, xp, a):
         if a.dtype == xp.bool:
@@ -290,33 +301,43 @@ class Sign(_ZeroGrad):
 class Sgn(Sign):
     """PyTorch's complex-aware sign; for real tensors the same as :class:`Sign`."""
 
+    name_ = "sgn"
+
 
 class Floor(_ZeroGrad):
+    name_ = "floor"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.floor(a)
 
 
 class Ceil(_ZeroGrad):
+    name_ = "ceil"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.ceil(a)
 
 
 class Trunc(_ZeroGrad):
+    name_ = "trunc"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.trunc(a)
 
 
 class Round(_ZeroGrad):
+    name_ = "round"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.round(a)
 
 
 class RoundDecimals(_ZeroGrad):
-    name_ = "round"
+    name_ = "round_decimals"
     backward_name = "RoundBackward1"
 
     @staticmethod
@@ -362,7 +383,7 @@ def positive(input):
     return input
 
 
-Signbit = array_op("Signbit", "signbit")
+Signbit = array_op("Signbit", "signbit", "signbit")
 
 
 @tensor_method()
@@ -374,7 +395,7 @@ def signbit(input):
     tensor([ True, False,  True])
     """
     _check_tensor("signbit", input)
-    if input._dtype.category == 2:
+    if input._dtype.is_floating_point:
         return Signbit.apply(input)
     if input._dtype is dt.bool_:
         return zeros_like(input)
@@ -431,12 +452,14 @@ def round(input, *, decimals=0):  # noqa: A001 - PyTorch's name
     """
     if decimals == 0:
         return _rounding("round", Round)(input)
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for("round", input._dtype)
     return RoundDecimals.apply(input, decimals=int(decimals))
 
 
 class Frac(Op):
+    name_ = "frac"
+
     @staticmethod
     def forward(ctx, xp, a):
         return a - xp.trunc(a)
@@ -454,37 +477,47 @@ def frac(input):
     >>> ember.frac(ember.tensor([-1.5, 2.25]))
     tensor([-0.5000,  0.2500])
     """
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for("frac", input._dtype)
     return Frac.apply(input)
 
 
 # -- classification of values ----------------------------------------------------------------------------------
 class IsNan(Op):
+    name_ = "isnan"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.isnan(a)
 
 
 class IsInf(Op):
+    name_ = "isinf"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.isinf(a)
 
 
 class IsFinite(Op):
+    name_ = "isfinite"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.isfinite(a)
 
 
 class IsPosInf(Op):
+    name_ = "isposinf"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.isinf(a) & (a > 0)
 
 
 class IsNegInf(Op):
+    name_ = "isneginf"
+
     @staticmethod
     def forward(ctx, xp, a):
         return xp.isinf(a) & (a < 0)
@@ -535,6 +568,7 @@ isneginf = _classifier("isneginf", IsNegInf, f"""A bool tensor, True where ``inp
 
 
 class NanToNum(Op):
+    name_ = "nantonum"
     saves_inputs = True
 
     @staticmethod
@@ -560,7 +594,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     >>> ember.nan_to_num(ember.tensor([float('nan'), float('inf'), 1.0]), posinf=9.0)
     tensor([0., 9., 1.])
     """
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         return NanToNum.apply(input)
     info = dt.finfo(input._dtype)
     return NanToNum.apply(input, nan=float(nan), posinf=info.max if posinf is None else float(posinf),

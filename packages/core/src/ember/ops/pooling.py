@@ -86,7 +86,7 @@ class MaxPoolSelect(Op):
         return MaxPoolBackward.apply(g, windows=ctx.windows, sels=ctx.sels)
 
 
-class _MaxPool(Op):
+class _MaxPool(Op, abstract=True):
     @staticmethod
     def forward(ctx, xp, a, kernel_size=(1,), stride=(1,), padding=(0,), dilation=(1,), ceil_mode=False):
         return max_pool_forward(ctx, xp, a, pool_windows(a.shape, kernel_size, stride, padding, dilation, ceil_mode))
@@ -124,7 +124,7 @@ class MaxPool2dWithIndices(MaxPool2d):
     multi_output = True
 
 
-class _AdaptiveMaxPool(_MaxPool):
+class _AdaptiveMaxPool(_MaxPool, abstract=True):
     @staticmethod
     def forward(ctx, xp, a, output_size=(1,)):
         nd = len(output_size)
@@ -162,7 +162,7 @@ def average_forward(ctx, xp, a, windows, count_include_pad, divisor_override, at
     return window_sum(xp, a, windows) / ctx.div
 
 
-class _AvgPool(Op):
+class _AvgPool(Op, abstract=True):
     @staticmethod
     def forward(ctx, xp, a, kernel_size=(1,), stride=(1,), padding=(0,), ceil_mode=False, count_include_pad=True,
                 divisor_override=None):
@@ -201,7 +201,7 @@ class AvgPoolBackward(Op):
         return ctx.pool.apply(gg, **ctx.attrs)
 
 
-class _AdaptiveAvgPool(_AvgPool):
+class _AdaptiveAvgPool(_AvgPool, abstract=True):
     @staticmethod
     def forward(ctx, xp, a, output_size=(1,)):
         nd = len(output_size)
@@ -248,8 +248,8 @@ def _check_input(fn, input, nd, floating):
     if input.ndim not in (nd + 1, nd + 2) or 0 in shape[-nd - 1:]:
         raise RuntimeError(f"{fn}: Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with optional 0 dim batch "
                            f"size for input, but got: {shape}")
-    category = input._dtype.category
-    if category == 0 or (floating and category < 2):
+    dtype = input._dtype
+    if dtype.category == dtype.BOOL or (floating and not dtype.is_floating_point):
         raise not_implemented_for(fn, input._dtype, "a floating point" if floating else "a numeric")
 
 
@@ -305,8 +305,8 @@ def _adaptive_size(fn, input, output_size, nd, floating):
     if min(sizes) < 0:
         raise RuntimeError(f"{fn}: elements of output_size must be greater than or equal to 0 but received "
                            f"{{{', '.join(map(str, sizes))}}}")
-    category = input._dtype.category
-    if category == 0 or (floating and category < 2):
+    dtype = input._dtype
+    if dtype.category == dtype.BOOL or (floating and not dtype.is_floating_point):
         raise not_implemented_for(fn, input._dtype, "a floating point" if floating else "a numeric")
     return sizes
 

@@ -24,7 +24,7 @@ from ._random_common import (MANTISSA_BITS, check_int_range, check_p, check_prob
 __all__: list = []
 
 
-class _Refill(Op):
+class _Refill(Op, abstract=True):
     """The grad_fn of a non-leaf after a random fill: its old values no longer matter (zero gradient)."""
 
     @staticmethod
@@ -38,7 +38,7 @@ class _Refill(Op):
 
 
 def _refill_op(name):
-    return type(name, (_Refill,), {"backward_name": name.replace("Refill", "Backward")})
+    return type(name, (_Refill,), {"name_": name.lower(), "backward_name": name.replace("Refill", "Backward")})
 
 
 _NODES = {name: _refill_op(name) for name in ("UniformRefill0", "NormalRefill0", "BernoulliRefill1",

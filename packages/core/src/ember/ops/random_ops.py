@@ -125,7 +125,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dtype = dtype or dt.int64
-    if dtype is not dt.bool_ and dtype.category == 1 and n - 1 > dt.iinfo(dtype).max:
+    if dtype is not dt.bool_ and dtype.category == dt.INTEGER and n - 1 > dt.iinfo(dtype).max:
         raise RuntimeError(f"value cannot be converted to type {dtype.name}_t without overflow: randperm({n}) "
                            f"needs values up to {n - 1}, more than {dtype!r} holds")
     device = as_device(device)
@@ -134,7 +134,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
 
 
 # -- normal ------------------------------------------------------------------------------------------------------
-class _ZeroGradOp(Op):
+class _ZeroGradOp(Op, abstract=True):
     """Random draws whose gradient w.r.t. the distribution's parameters is zero, as in PyTorch."""
 
     @staticmethod
@@ -143,6 +143,7 @@ class _ZeroGradOp(Op):
 
 
 class NormalTensorFloat(_ZeroGradOp):
+    name_ = "normaltensorfloat"
     backward_name = "NormalBackward1"
 
     @staticmethod
@@ -152,6 +153,7 @@ class NormalTensorFloat(_ZeroGradOp):
 
 
 class NormalFloatTensor(_ZeroGradOp):
+    name_ = "normalfloattensor"
     backward_name = "NormalBackward2"
 
     @staticmethod
@@ -161,6 +163,7 @@ class NormalFloatTensor(_ZeroGradOp):
 
 
 class NormalTensorTensor(_ZeroGradOp):
+    name_ = "normaltensortensor"
     backward_name = "NormalBackward3"
 
     @staticmethod
@@ -236,6 +239,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
 
 # -- bernoulli ---------------------------------------------------------------------------------------------------
 class Bernoulli(_ZeroGradOp):
+    name_ = "bernoulli"
+
     @staticmethod
     def forward(ctx, xp, p, u=None):
         ctx.shapes = (p.shape,)
@@ -243,6 +248,7 @@ class Bernoulli(_ZeroGradOp):
 
 
 class BernoulliScalar(_ZeroGradOp):
+    name_ = "bernoulliscalar"
     backward_name = "BernoulliBackward1"
 
     @staticmethod

@@ -81,7 +81,7 @@ def _xp_of(t):
     return (device._backend or device.backend).xp
 
 
-class _Layer(Op):
+class _Layer(Op, abstract=True):
     """What the three layer ops share: saved inputs and outputs, and the double-backward path.
 
     Each subclass also defines ``composite``: the same layer written with ember
@@ -114,6 +114,8 @@ def _wrap(arrays, needs, device):
 # -- Elman RNN ---------------------------------------------------------------------------------------------
 class RNN(_Layer):
     """``h' = act(x_proj[t] + h @ W_hh^T)`` over the sequence; inputs ``x_proj, w_hh, h0``."""
+
+    name_ = "rnn"
 
     @staticmethod
     def forward(ctx, xp, x_proj, w_hh, h0, nonlinearity="tanh", reverse=False):
@@ -166,6 +168,8 @@ class RNN(_Layer):
 # -- LSTM --------------------------------------------------------------------------------------------------
 class LSTM(_Layer):
     """The LSTM recurrence; inputs ``x_proj, w_hh, h0, c0, w_hr`` (``w_hr`` None without a projection)."""
+
+    name_ = "lstm"
 
     @staticmethod
     def forward(ctx, xp, x_proj, w_hh, h0, c0, w_hr, reverse=False):
@@ -264,6 +268,8 @@ class LSTM(_Layer):
 # -- GRU ---------------------------------------------------------------------------------------------------
 class GRU(_Layer):
     """The GRU recurrence; inputs ``x_proj, w_hh, b_hh, h0`` (``b_hh`` None without biases)."""
+
+    name_ = "gru"
 
     @staticmethod
     def forward(ctx, xp, x_proj, w_hh, b_hh, h0, reverse=False):

@@ -48,6 +48,7 @@ def expand_back(g, in_shape, dims, keepdim):
 
 
 class Sum(Op):
+    name_ = "sum"
     dims = None
     keepdim = False
 
@@ -67,11 +68,13 @@ class Sum(Op):
 
 
 class SumDim(Sum):
-    name_ = "sum"
+    name_ = "sum_dim"
     backward_name = "SumBackward1"
 
 
 class Mean(Op):
+    name_ = "mean"
+
     @staticmethod
     def forward(ctx, xp, a, dims=None, keepdim=False):
         ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
@@ -87,17 +90,17 @@ class Mean(Op):
 
 
 class MeanDim(Mean):
-    name_ = "mean"
+    name_ = "mean_dim"
     backward_name = "MeanBackward1"
 
 
 @tensor_method()
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - PyTorch's name
     """Sum of elements over ``dim`` (all by default); bools and ints sum to int64."""
-    if dim is None and not keepdim and dtype is None and input._dtype.category == 2:
+    if dim is None and not keepdim and dtype is None and input._dtype.is_floating_point:
         return Sum.apply(input)  # the common case, kept short
     dims = norm_dims(dim, input._data.ndim)
-    if dtype is None and input._dtype.category < 2:
+    if dtype is None and not input._dtype.is_floating_point:
         dtype = dt.int64
     if input._dtype is dt.bool_:
         input = input.to(dtype)  # the array API sums numbers only
@@ -110,7 +113,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over ``dim`` (all by default); needs a floating dtype, as in PyTorch."""
     if dtype is not None:
         input = input.to(dtype)
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
                            f"or complex dtype. Got: {input._dtype.scalar_type_name}")
     op = Mean if dim is None else MeanDim
@@ -119,7 +122,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
 
 def _int_sum_dtype(input, dtype):
     """PyTorch's rule for sum-like ops: bool and integer inputs accumulate in int64 unless told otherwise."""
-    if dtype is None and input._dtype.category < 2:
+    if dtype is None and not input._dtype.is_floating_point:
         return dt.int64
     return dtype
 
@@ -137,6 +140,7 @@ def _products_of_others(xp, a, axis):
 
 
 class Prod(Op):
+    name_ = "prod"
     saves_inputs = True
     saves_output = True
 
@@ -161,7 +165,7 @@ class Prod(Op):
 
 
 class ProdDim(Prod):
-    name_ = "prod"
+    name_ = "prod_dim"
     backward_name = "ProdBackward1"
 
 
@@ -187,6 +191,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 
 class All(Op):
+    name_ = "all"
+
     @staticmethod
     def forward(ctx, xp, a, dims=None, keepdim=False):
         out = xp.all(a if a.dtype == xp.bool else a != 0, axis=dims, keepdims=keepdim)
@@ -194,6 +200,8 @@ class All(Op):
 
 
 class Any(Op):
+    name_ = "any"
+
     @staticmethod
     def forward(ctx, xp, a, dims=None, keepdim=False):
         out = xp.any(a if a.dtype == xp.bool else a != 0, axis=dims, keepdims=keepdim)
@@ -223,6 +231,8 @@ def any(input, dim=None, keepdim=False):  # noqa: A001 - PyTorch's name
 
 
 class CountNonzero(Op):
+    name_ = "countnonzero"
+
     @staticmethod
     def forward(ctx, xp, a, dims=None):
         return xp.sum(xp.astype(a != 0, xp.int64), axis=dims)
@@ -240,6 +250,7 @@ def count_nonzero(input, dim=None):
 
 
 class Logsumexp(Op):
+    name_ = "logsumexp"
     saves_inputs = True
     saves_output = True
 
@@ -293,6 +304,8 @@ def _reverse_cumsum(g, dim):
 
 
 class Cumsum(Op):
+    name_ = "cumsum"
+
     @staticmethod
     def forward(ctx, xp, a, dim=0):
         ctx.dim = dim
@@ -318,6 +331,7 @@ def cumsum(input, dim, *, dtype=None):
 
 
 class Cumprod(Op):
+    name_ = "cumprod"
     saves_inputs = True
     saves_output = True
 

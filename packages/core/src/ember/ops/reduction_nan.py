@@ -18,6 +18,7 @@ __all__ = ["nansum", "nanmean"]
 
 
 class Nansum(Op):
+    name_ = "nansum"
     saves_inputs = True
 
     @staticmethod
@@ -40,7 +41,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     >>> ember.nansum(ember.tensor([[1.0, float("nan")], [2.0, 3.0]]), dim=1)
     tensor([1., 5.])
     """
-    if dtype is None and input._dtype.category < 2:
+    if dtype is None and not input._dtype.is_floating_point:
         dtype = dt.int64
     if input._dtype is dt.bool_:
         input = input.to(dtype)  # the array API sums numbers only
@@ -58,7 +59,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """
     if dtype is not None:
         input = input.to(dtype)
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
                            f"{input._dtype.scalar_type_name}")
     return nansum(input, dim, keepdim) / (~input.isnan()).sum(dim, keepdim)

@@ -27,6 +27,8 @@ __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "flip", 
 
 # -- joining ------------------------------------------------------------------------
 class Cat(Op):
+    name_ = "cat"
+
     @staticmethod
     def forward(ctx, xp, *arrays, dim=0):
         ctx.sizes, ctx.dim = [a.shape[dim] for a in arrays], dim
@@ -42,6 +44,8 @@ class Cat(Op):
 
 
 class Stack(Op):
+    name_ = "stack"
+
     @staticmethod
     def forward(ctx, xp, *arrays, dim=0):
         ctx.dim = dim
@@ -167,6 +171,8 @@ def vstack(tensors):
 
 # -- reordering ------------------------------------------------------------------------
 class Flip(Op):
+    name_ = "flip"
+
     @staticmethod
     def forward(ctx, xp, a, dims=()):
         ctx.dims = dims
@@ -215,6 +221,8 @@ def flipud(input):
 
 
 class Roll(Op):
+    name_ = "roll"
+
     @staticmethod
     def forward(ctx, xp, a, shifts=(), dims=()):
         ctx.shifts, ctx.dims = shifts, dims
@@ -248,6 +256,8 @@ def roll(input, shifts, dims=None):
 
 
 class Repeat(Op):
+    name_ = "repeat"
+
     @staticmethod
     def forward(ctx, xp, a, repeats=()):
         ctx.repeats = repeats
@@ -335,6 +345,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
 class Tril(Op):
     """Keep the lower triangle; the gradient is masked the same way."""
 
+    name_ = "tril"
     xp_function = "tril"
 
     @staticmethod
@@ -348,6 +359,7 @@ class Tril(Op):
 
 
 class Triu(Tril):
+    name_ = "triu"
     xp_function = "triu"
 
 
@@ -381,6 +393,8 @@ def triu(input, diagonal=0):
 
 # -- selecting by condition ------------------------------------------------------------
 class Where(Op):
+    name_ = "where"
+
     @staticmethod
     def forward(ctx, xp, cond, a, b):
         ctx.cond = cond
@@ -427,6 +441,8 @@ def where(condition, input=None, other=None):
 
 
 class Nonzero(Op):
+    name_ = "nonzero"
+
     @staticmethod
     def forward(ctx, xp, a):
         if a.ndim == 0:
@@ -456,6 +472,8 @@ def _zeros_long(n, like):
 
 
 class MaskedFill(Op):
+    name_ = "maskedfill"
+
     @staticmethod
     def forward(ctx, xp, a, mask, value):
         ctx.mask, ctx.shape = mask, a.shape
@@ -476,6 +494,7 @@ class MaskedFill(Op):
 
 
 class MaskedFillTensor(MaskedFill):
+    name_ = "maskedfilltensor"
     backward_name = "MaskedFillBackward1"  # PyTorch's name when the value is a tensor
 
 

@@ -26,6 +26,7 @@ __all__ = ["select", "narrow", "unsqueeze", "unbind", "split", "chunk", "diagona
 class BasicIndex(Op):
     """``a[key]`` for a key of ints, in-bounds slices and ``None`` ending in ``...`` (a view)."""
 
+    name_ = "basicindex"
     is_view = True
 
     @staticmethod
@@ -39,35 +40,44 @@ class BasicIndex(Op):
 
 
 class Select(BasicIndex):
+    name_ = "select"
     pass
 
 
 class Slice(BasicIndex):
+    name_ = "slice"
     pass
 
 
 class Unsqueeze(BasicIndex):
+    name_ = "unsqueeze"
     pass
 
 
 class Alias(BasicIndex):
+    name_ = "alias"
     pass
 
 
 class Unbind(BasicIndex):
+    name_ = "unbind"
     pass
 
 
 class Split(BasicIndex):
+    name_ = "split"
     pass
 
 
 class SplitWithSizes(BasicIndex):
+    name_ = "splitwithsizes"
     pass
 
 
 class BasicIndexBackward(Op):
     """Zeros of ``shape`` with ``g`` written at ``key`` (the adjoint of :class:`BasicIndex`)."""
+
+    name_ = "basicindexbackward"
 
     @staticmethod
     def forward(ctx, xp, g, key=None, shape=None):
@@ -289,6 +299,7 @@ def _diag_plan(shape, offset, dim1, dim2):
 class Diagonal(Op):
     """A view on NumPy (writable, like PyTorch's); a gathered copy on backends without strided views."""
 
+    name_ = "diagonal"
     is_view = True
 
     @staticmethod
@@ -310,6 +321,8 @@ class Diagonal(Op):
 
 
 class DiagonalBackward(Op):
+    name_ = "diagonalbackward"
+
     @staticmethod
     def forward(ctx, xp, g, attrs=None, shape=None):
         ctx.attrs = attrs

@@ -24,6 +24,7 @@ def _shifted(xp, a, axis):
 
 
 class Softmax(Op):
+    name_ = "softmax"
     saves_output = True
 
     @staticmethod
@@ -45,6 +46,7 @@ class Softmax(Op):
 
 
 class LogSoftmax(Op):
+    name_ = "logsoftmax"
     saves_output = True
 
     @staticmethod
@@ -73,7 +75,7 @@ def _prepare(name, input, dim, dtype):
                         "normalise over, e.g. dim=-1)")
     if dtype is not None:
         input = input.to(dtype)
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise not_implemented_for(name, input._dtype)
     return input, wrap_dim(dim, input._data.ndim)
 

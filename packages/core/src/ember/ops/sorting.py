@@ -42,6 +42,8 @@ def _inverse_permutation(xp, perm, axis):
 class PermuteAlongDim(Op):
     """``take_along_axis`` with a permutation; its gradient is the same op with the inverse permutation."""
 
+    name_ = "permutealongdim"
+
     @staticmethod
     def forward(ctx, xp, a, perm=None, inverse=None, dim=0):
         ctx.perm, ctx.inverse, ctx.dim = perm, inverse, dim
@@ -54,6 +56,8 @@ class PermuteAlongDim(Op):
 
 class PadAlongDim(Op):
     """Zeros appended along ``dim`` up to ``size`` (the adjoint of keeping the first entries)."""
+
+    name_ = "padalongdim"
 
     @staticmethod
     def forward(ctx, xp, a, dim=0, size=0):
@@ -70,6 +74,8 @@ class PadAlongDim(Op):
 class NarrowAlongDim(Op):
     """The first ``k`` entries along ``dim``."""
 
+    name_ = "narrowalongdim"
+
     @staticmethod
     def forward(ctx, xp, a, dim=0, k=0):
         ctx.dim, ctx.size = dim, a.shape[dim]
@@ -82,6 +88,7 @@ class NarrowAlongDim(Op):
 
 class Sort(Op):
     """Values and indices of the first ``k`` entries of the sorted order (all of them for ``sort``)."""
+    name_ = "sort"
     multi_output = True
 
     @staticmethod
@@ -111,14 +118,17 @@ class Sort(Op):
 
 
 class SortStable(Sort):
+    name_ = "sortstable"
     backward_name = "SortBackward1"
 
 
 class Topk(Sort):
+    name_ = "topk"
     pass
 
 
 class Kthvalue(Op):
+    name_ = "kthvalue"
     multi_output = True
 
     @staticmethod
@@ -150,6 +160,7 @@ def _picked(ctx, xp, a, pick, dim, keepdim):
 class Median(Kthvalue):
     """The lower median along ``dim`` and where it is; a slice holding NaN gives its first NaN."""
 
+    name_ = "median"
     backward_name = "MedianBackward1"
     ignores_nan = False
 
@@ -166,19 +177,20 @@ class Median(Kthvalue):
 
 
 class MedianAll(Median):
-    name_ = "median"
+    name_ = "median_all"
     backward_name = "MedianBackward0"
 
 
 class Nanmedian(Median):
     """The lower median of the values that are not NaN (NaN if there are none)."""
 
+    name_ = "nanmedian"
     backward_name = "NanmedianBackward1"
     ignores_nan = True
 
 
 class NanmedianAll(Nanmedian):
-    name_ = "nanmedian"
+    name_ = "nanmedian_all"
     backward_name = "NanmedianBackward0"
 
 
@@ -313,6 +325,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
 
 class Unique2(Op):
     """Sorted distinct values of the flattened input, with inverse indices and counts (not differentiable)."""
+    name_ = "unique2"
     multi_output = True
 
     @staticmethod
@@ -331,6 +344,7 @@ class Unique2(Op):
 
 class UniqueDim(Op):
     """Distinct slices along ``dim`` (NumPy backend only: the array API has no lexicographic unique)."""
+    name_ = "uniquedim"
     multi_output = True
 
     @staticmethod

@@ -48,6 +48,7 @@ def _var_grad(ctx, a, g_var):
 
 
 class Var(Op):
+    name_ = "var"
     saves_inputs = True
 
     @staticmethod
@@ -60,6 +61,7 @@ class Var(Op):
 
 
 class Std(Op):
+    name_ = "std"
     saves_inputs = True
     saves_output = True
 
@@ -73,6 +75,7 @@ class Std(Op):
 
 
 class VarMean(Op):
+    name_ = "varmean"
     saves_inputs = True
     multi_output = True
 
@@ -87,6 +90,7 @@ class VarMean(Op):
 
 
 class StdMean(Op):
+    name_ = "stdmean"
     saves_inputs = True
     saves_output = True
     multi_output = True
@@ -109,7 +113,7 @@ def _spread_args(name, input, dim, unbiased, keepdim, correction):
         dim, unbiased = None, dim
     if unbiased is not None and correction is not None:
         raise TypeError(f"{name}(): pass either 'unbiased' (legacy) or 'correction', not both")
-    if input._dtype.category < 2:
+    if not input._dtype.is_floating_point:
         raise RuntimeError("std and var only support floating point and complex dtypes")
     if correction is None:
         correction = 0 if unbiased is False else 1

@@ -46,6 +46,7 @@ def infer_shape(shape, numel, fn="view") -> tuple:
 
 
 class View(Op):
+    name_ = "view"
     is_view = True
 
     @staticmethod
@@ -78,6 +79,7 @@ class Reshape(Op):
 
 
 class Expand(Op):
+    name_ = "expand"
     is_view = True
 
     @staticmethod
@@ -150,6 +152,7 @@ def expand_as(self, other):
 
 # -- permutations -----------------------------------------------------------------
 class Permute(Op):
+    name_ = "permute"
     is_view = True
 
     @staticmethod
@@ -166,10 +169,12 @@ class Permute(Op):
 
 
 class Transpose(Permute):
+    name_ = "transpose"
     pass
 
 
 class T(Permute):
+    name_ = "t"
     pass
 
 
@@ -281,6 +286,7 @@ moveaxis = movedim
 
 # -- size-1 dimensions and flattening ---------------------------------------------
 class Squeeze(Op):
+    name_ = "squeeze"
     is_view = True
     backward_name = "SqueezeBackward0"
 
@@ -295,10 +301,12 @@ class Squeeze(Op):
 
 
 class SqueezeDim(Squeeze):
+    name_ = "squeezedim"
     backward_name = "SqueezeBackward1"
 
 
 class SqueezeDims(Squeeze):
+    name_ = "squeezedims"
     backward_name = "SqueezeBackward2"
 
 
@@ -439,6 +447,8 @@ def is_contiguous(self, memory_format=None):
 
 
 class Clone(Op):
+    name_ = "clone"
+
     @staticmethod
     def forward(ctx, xp, a, contiguous=False):
         if contiguous and a.ndim > 1:

@@ -15,6 +15,7 @@ from . import lowerings
 from ._graph import Graph, Node, _tensor_proto, onnx_dtype
 from ._trace import trace
 from .errors import UnsupportedExportError
+from .lowerings.not_exportable import NOT_EXPORTABLE
 
 BUILTIN_LOWERINGS = "ember.onnx.lowerings"
 
@@ -248,8 +249,8 @@ class _Exporter:
         name = type(rec.op).name_ if rec.op is not None else "?"
         fn = lower.get(name)
         if fn is None:
-            raise UnsupportedExportError(f"ember.onnx.export: no ONNX lowering for op {name!r} (register one with "
-                                         "the ember_onnx_lowerings hook)")
+            why = NOT_EXPORTABLE.get(name, "register one with the ember_onnx_lowerings hook")
+            raise UnsupportedExportError(f"ember.onnx.export: no ONNX lowering for op {name!r} ({why})")
         scalar_dtype = rec.outputs[0].dtype if rec.outputs and rec.outputs[0].dtype.name != "bool" else \
             next((x.dtype for x in tensors), None)
         in_names, dynamic = [], set()

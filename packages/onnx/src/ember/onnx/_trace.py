@@ -1,6 +1,7 @@
 """Tracing: run a model once and record every op call (``Op.apply``) it makes.
 
-While a :class:`Trace` is active, ``Op.apply`` hands each call to :meth:`Trace.run`,
+While a :class:`Trace` is active (in the thread, or asyncio task, that entered it: the active trace is the
+context variable ``ember.autograd.function.TRACE``), ``Op.apply`` hands each call to :meth:`Trace.run`,
 which runs the op as usual and records the op's ctx (the instance that ran),
 its positional inputs (tensors, Python scalars or None), its keyword
 attributes and its outputs. Python control flow, including any that reads
@@ -39,23 +40,27 @@ class Trace:
 
     def __init__(self, args=()):
         self.records: list[Record] = []
+        #: true while the trace runs one op call (ops that call makes are not recorded)
+        self.running = False
         self._ctxs: list = []
         self._seen: dict = {}    # id(tensor) -> (version, tensor, number of records when seen)
         self._alias: dict = {}   # id(tensor changed in place) -> the op output holding its value
+        self._token = None
         for a in args:
             self._see(a)
 
     def __enter__(self):
-        if _function.TRACE is not None:
+        if _function.TRACE.get() is not None:
             raise RuntimeError("ember.onnx: an export trace is already running (exports cannot nest)")
-        _function.TRACE = self  # also turns off in-place arithmetic's fast path, which no op records
+        # only in this thread's context; it also turns off in-place arithmetic's fast path, which no op records
+        self._token = _function.TRACE.set(self)
         return self
 
     def __exit__(self, *exc):
-        _function.TRACE = None
-        _function.new_ctx = object.__new__
+        _function.TRACE.reset(self._token)
 
-    def _new_ctx(self, cls):
+    def new_ctx(self, cls):
+        """The ctx of an op call made while the trace runs one (``Op.apply`` asks); the first is the call's own."""
         ctx = object.__new__(cls)
         self._ctxs.append(ctx)
         return ctx
@@ -88,14 +93,12 @@ class Trace:
         for x in inputs:
             if isinstance(x, Tensor) and id(x) not in self._seen:
                 self._see(x)
-        _function.TRACE = None
-        _function.new_ctx = self._new_ctx
+        self.running = True
         start = len(self._ctxs)
         try:
             out = cls.apply(*inputs, **attrs)
         finally:
-            _function.TRACE = self
-            _function.new_ctx = object.__new__
+            self.running = False
         outputs = out if isinstance(out, tuple) else (out,)
         ctx = self._ctxs[start] if len(self._ctxs) > start else None
         del self._ctxs[start:]

@@ -261,4 +261,5 @@ def convolution_weight_grad(ctx, xp, big, small, *, geometry, kernel_size):
     return grad[:, :, 0] if one_d else grad
 
 
-KERNELS = {"convolution": convolution, "convolutionweightgrad": convolution_weight_grad}
+KERNELS = {"convolution": convolution, "convolution_backward": convolution,
+           "convolutionweightgrad": convolution_weight_grad}

@@ -30,7 +30,7 @@ def _rows(xp, a):
 class LinearNoBias(Op):
     """``input @ weight.T`` for an input of any rank >= 1."""
 
-    name_ = "linear"
+    name_ = "linear_no_bias"
     backward_name = "MmBackward0"
     saves_inputs = True
 
@@ -71,6 +71,7 @@ def _backward_arrays(g, x, w, need):
 class Linear(LinearNoBias):
     """``input @ weight.T + bias``."""
 
+    name_ = "linear"
     backward_name = "AddmmBackward0"
 
 

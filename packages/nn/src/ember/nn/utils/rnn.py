@@ -19,6 +19,8 @@ __all__ = ["pad_sequence"]
 class PadSequence(Op):
     """Sequences ``[L_i, *]`` copied into one ``[B, T, *]`` (or ``[T, B, *]``) array filled with a value."""
 
+    name_ = "padsequence"
+
     @staticmethod
     def forward(ctx, xp, *arrays, batch_first, padding_value, left, dtypes):
         lengths = [a.shape[0] for a in arrays]

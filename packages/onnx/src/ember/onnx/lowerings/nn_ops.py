@@ -462,8 +462,8 @@ def upsample(g, node):
 
 
 LOWERINGS = {
-    "linear": linear,
-    "convolution": convolution,
+    "linear": linear, "linear_no_bias": linear,
+    "convolution": convolution, "convolution_backward": convolution,
     "max_pool1d": max_pool, "max_pool2d": max_pool,
     "max_pool1d_with_indices": max_pool, "max_pool2d_with_indices": max_pool,
     "avg_pool1d": avg_pool, "avg_pool2d": avg_pool,

@@ -352,18 +352,24 @@ _UNARY = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs", "tanh": "Tan
           "reciprocal": "Reciprocal", "neg": "Neg", "floor": "Floor", "ceil": "Ceil", "sign": "Sign",
           "relu": "Relu", "hardswish": "HardSwish"}
 _BINARY = {"div": "Div", "maximum": "Max", "minimum": "Min", "eq": "Equal", "gt": "Greater",
-           "ge": "GreaterOrEqual", "lt": "Less", "le": "LessOrEqual", "fmod": "Mod"}
+           "ge": "GreaterOrEqual", "lt": "Less", "le": "LessOrEqual", "fmod": "Mod", "fmod_scalar": "Mod"}
+# one lowering each for an op and its variant (a reduction over all elements and over dims; a scalar operand)
+_lower_sub = _add_sub("Sub")
+_lower_mean, _lower_prod = _reduce("ReduceMean"), _reduce("ReduceProd", "dim")
+_lower_max, _lower_min = _max_min("ReduceMax", "ArgMax"), _max_min("ReduceMin", "ArgMin")
 
 LOWERINGS: dict = {
     **{name: _unary(op) for name, op in _UNARY.items()},
     **{name: _binary(op) for name, op in _BINARY.items()},
-    "add": _add_sub("Add"), "sub": _add_sub("Sub"), "mul": lower_mul, "pow": lower_pow,
+    "add": _add_sub("Add"), "sub": _lower_sub, "rsub_scalar": _lower_sub, "mul": lower_mul,
+    "pow": lower_pow, "pow_tensor": lower_pow, "pow_scalar_base": lower_pow,
     "rsqrt": lambda g, node: [g.op("Reciprocal", g.op("Sqrt", node.inputs[0]))],
     "exp2": _then("Pow", 2.0, first=True)(None),
     "log2": _then("Div", math.log(2.0))("Log"), "log10": _then("Div", math.log(10.0))("Log"),
     "expm1": _then("Sub", 1.0)("Exp"), "log1p": lower_log1p, "frac": lower_frac,
     "trunc": lambda g, node: [g.op("Mul", g.op("Sign", node.inputs[0]), g.op("Floor", g.op("Abs", node.inputs[0])))],
-    "round": lower_round, "clamp": lower_clamp, "ne": lower_ne, "where": lower_where,
+    "round": lower_round, "round_decimals": lower_round, "clamp": lower_clamp, "clamp_scalar": lower_clamp,
+    "ne": lower_ne, "where": lower_where,
     "maskedfill": lower_masked_fill, "maskedfilltensor": lower_masked_fill, "to": lower_to,
     "isnan": lower_isnan, "isinf": lower_isinf, "isposinf": lower_isposinf, "isneginf": lower_isneginf,
     "isfinite": lower_isfinite,
@@ -379,8 +385,9 @@ LOWERINGS: dict = {
     "matmul": lower_matmul, "mm": lower_matmul, "bmm": lower_matmul, "mv": lower_matmul, "dot": lower_matmul,
     "addmm": lower_addmm, "baddbmm": lower_addmm, "einsum": lower_einsum,
     **tensor_shapes.LOWERINGS,
-    "sum": lower_sum, "mean": _reduce("ReduceMean"), "prod": _reduce("ReduceProd", "dim"),
+    "sum": lower_sum, "sum_dim": lower_sum, "mean": _lower_mean, "mean_dim": _lower_mean,
+    "prod": _lower_prod, "prod_dim": _lower_prod,
     "amax": _reduce("ReduceMax"), "amin": _reduce("ReduceMin"), "logsumexp": _reduce("ReduceLogSumExp"),
-    "max": _max_min("ReduceMax", "ArgMax"), "min": _max_min("ReduceMin", "ArgMin"),
+    "max": _lower_max, "max_dim": _lower_max, "min": _lower_min, "min_dim": _lower_min,
     "argmax": _arg("ArgMax"), "argmin": _arg("ArgMin"), "cumsum": lower_cumsum,
 }
