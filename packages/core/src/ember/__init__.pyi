@@ -1199,7 +1199,7 @@ def gt(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     tensor([False,  True])
     """
 
-# ember.ops.activation
+# ember.ops.activation_piecewise
 def hardshrink(input: Tensor, lambd: builtins.float = ...) -> Tensor:
     """``input`` where ``|input| > lambd``, else 0.
 
@@ -2074,7 +2074,7 @@ def positive(input: Tensor) -> Tensor:
 def pow(input: Tensor | builtins.float, exponent: Tensor | builtins.float) -> Tensor:
     """``input ** exponent``; either may be a Python number."""
 
-# ember.ops.activation
+# ember.ops.activation_piecewise
 def prelu(input: Tensor, weight: Any) -> Tensor:
     """:func:`leaky_relu` with a learnable slope: one for all channels, or one per channel (dim 1).
 
@@ -2792,7 +2792,7 @@ def tensordot(a: Any, b: Any, dims: builtins.int | Sequence[builtins.int] = ...)
     ember.Size([3, 3])
     """
 
-# ember.ops.activation
+# ember.ops.activation_piecewise
 def threshold(input: Tensor, threshold: Any, value: Any) -> Tensor:
     """``input`` where it is greater than ``threshold``, else ``value``.
 
@@ -2801,7 +2801,7 @@ def threshold(input: Tensor, threshold: Any, value: Any) -> Tensor:
     tensor([-1.,  2.])
     """
 
-# ember.ops.activation
+# ember.ops.activation_piecewise
 def threshold_(input: Tensor, threshold: Any, value: Any) -> Tensor:
     """In-place :func:`threshold`."""
 

@@ -1019,7 +1019,7 @@ class Tensor:
     # ember.ops.conversion
     def half(self, memory_format: Any = ...) -> Tensor:
         """``self.to(ember.float16)``"""
-    # ember.ops.activation
+    # ember.ops.activation_piecewise
     def hardshrink(self, lambd: builtins.float = ...) -> Tensor:
         """``input`` where ``|input| > lambd``, else 0.
 
@@ -1676,7 +1676,7 @@ class Tensor:
     # ember.ops.arith
     def pow(self, exponent: Tensor | builtins.float) -> Tensor:
         """``input ** exponent``; either may be a Python number."""
-    # ember.ops.activation
+    # ember.ops.activation_piecewise
     def prelu(self, weight: Any) -> Tensor:
         """:func:`leaky_relu` with a learnable slope: one for all channels, or one per channel (dim 1).
 
