@@ -1,4 +1,4 @@
-"""What ember's own distributions (ember-nn, ember-data, ember-tune) may use of ember-core beyond its public API.
+"""What ember's own distributions (ember-nn, ember-data, ember-tune, ember-onnx) may use of ember-core beyond its public API.
 
 Not for users: this is the one door through which ``ember.nn``, ``ember.optim``,
 ``ember.data`` and ``ember.tune`` reach core's internals, so that core can
@@ -35,7 +35,12 @@ share with nn's (each documented where it is defined):
   Python number as ``like``'s element type, as ``fill_`` casts it;
 - ``broadcast_shape(a, b)``, ``get_reduction(reduction, size_average, reduce)``
   and ``pairwise_distance``: the loss helpers and op that ``ember.nn.functional``
-  names, which core keeps out of the ``ember`` namespace.
+  names, which core keeps out of the ``ember`` namespace;
+- for ember-onnx: ``TRACE``, the context variable holding the op trace in progress
+  (``Op.apply`` hands each call to it), ``numpy_dtype(dtype)``, the NumPy dtype of
+  an ember dtype, and the pooling window geometry core's pooling ops use
+  (``pool_windows``, ``pooled_size``, ``Windows``, ``AdaptiveWindows``), so that an
+  exported pooling cuts the same windows.
 
 >>> core.promote(ember.ones(1, dtype=ember.int64), 0.5)[0].dtype, core.wrap_dim(-1, 3)
 (ember.float32, 2)
@@ -44,12 +49,14 @@ share with nn's (each documented where it is defined):
 """
 from __future__ import annotations
 
+from ._dtype import numpy_dtype
 from ._tensor import Tensor
-from .autograd.function import Op
+from .autograd.function import TRACE, Op
 from .ops._common import cast_scalar, promote, wrap_dim
 from .ops.conversion import _parse_to
 from .ops.loss_common import broadcast_shape, get_reduction
 from .ops.loss_embedding import pairwise_distance
+from .ops._pool_windows import AdaptiveWindows, Windows, pool_windows, pooled_size
 
 __all__ = [
     # tensors and their arrays
@@ -58,6 +65,8 @@ __all__ = [
     "mark_modified", "version", "is_view", "take_history",
     # helpers core's ops share with nn's
     "Op", "parse_to", "promote", "wrap_dim", "cast_scalar", "broadcast_shape", "get_reduction", "pairwise_distance",
+    # for ember-onnx: the op trace, dtypes, pooling windows
+    "TRACE", "numpy_dtype", "pool_windows", "pooled_size", "Windows", "AdaptiveWindows",
 ]
 
 

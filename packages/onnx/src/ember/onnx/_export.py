@@ -8,9 +8,9 @@ import onnx
 from onnx import helper
 
 import ember
+from ember import _sibling_api as core
+from ember import Tensor
 
-from .. import _plugins
-from .._tensor import Tensor
 from . import lowerings
 from ._graph import Graph, Node, _tensor_proto, onnx_dtype
 from ._trace import trace
@@ -22,10 +22,10 @@ BUILTIN_LOWERINGS = "ember.onnx.lowerings"
 
 def registered_lowerings() -> dict:
     """``{op_name: lowering}`` from every plugin, ember's own included (registered here on first use)."""
-    pm = _plugins.get_plugin_manager()
-    if pm.get_plugin(BUILTIN_LOWERINGS) is None:
-        _plugins.register_plugin(lowerings, BUILTIN_LOWERINGS)
-    return _plugins.onnx_lowerings()
+    if not ember.get_plugin_manager().has_plugin(BUILTIN_LOWERINGS):
+        ember.register_plugin(lowerings, BUILTIN_LOWERINGS)
+    found = ember.collect_claims("ember_onnx_lowerings", "the ONNX lowering of op {key}")
+    return {op: lowering for op, (lowering, _) in found.items()}
 
 
 def export(model, args, f, input_names=None, output_names=None, dynamic_axes=None, opset_version: int = 17,
@@ -192,7 +192,7 @@ class _Exporter:
     # -- values -----------------------------------------------------------------------------------------------
     def _bind(self, t, name):
         self.values[id(t)] = name
-        self.g.arrays[id(t._data)] = name
+        self.g.arrays[id(core.array(t))] = name
 
     def _resolve(self, t: Tensor) -> str:
         entry = self.values.get(id(t))

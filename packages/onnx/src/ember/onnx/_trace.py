@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._tensor import Tensor
-from ..autograd import function as _function
-from ..autograd.grad_mode import no_grad
+from ember import Tensor, no_grad
+from ember import _sibling_api as core
+
 from .errors import UnsupportedExportError
 
 
@@ -50,14 +50,14 @@ class Trace:
             self._see(a)
 
     def __enter__(self):
-        if _function.TRACE.get() is not None:
+        if core.TRACE.get() is not None:
             raise RuntimeError("ember.onnx: an export trace is already running (exports cannot nest)")
         # only in this thread's context; it also turns off in-place arithmetic's fast path, which no op records
-        self._token = _function.TRACE.set(self)
+        self._token = core.TRACE.set(self)
         return self
 
     def __exit__(self, *exc):
-        _function.TRACE.reset(self._token)
+        core.TRACE.reset(self._token)
 
     def new_ctx(self, cls):
         """The ctx of an op call made while the trace runs one (``Op.apply`` asks); the first is the call's own."""
@@ -67,14 +67,14 @@ class Trace:
 
     def _see(self, t):
         if isinstance(t, Tensor):
-            self._seen[id(t)] = (t._vc[0], t, len(self.records))
+            self._seen[id(t)] = (core.version(t), t, len(self.records))
 
     def current(self, t):
         """The tensor whose recorded value ``t`` holds now (``t`` itself unless it was changed in place)."""
         if not isinstance(t, Tensor):
             return t
         seen = self._seen.get(id(t))
-        if seen is None or seen[0] == t._vc[0]:
+        if seen is None or seen[0] == core.version(t):
             return self._alias.get(id(t), t)
         data = t.detach().cpu().numpy()
         for rec in reversed(self.records[seen[2]:]):
@@ -82,7 +82,7 @@ class Trace:
                 if o is not t and o.shape == t.shape and o.dtype == t.dtype and \
                         np.array_equal(o.detach().cpu().numpy(), data, equal_nan=True):
                     self._alias[id(t)] = o
-                    self._seen[id(t)] = (t._vc[0], t, len(self.records))
+                    self._seen[id(t)] = (core.version(t), t, len(self.records))
                     return o
         raise UnsupportedExportError("ember.onnx.export: a tensor was modified in place in a way the trace cannot "
                                      "follow (e.g. assignment into a slice); write the model without it")

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ember import Tensor, no_grad
 from ._export import as_args, build_model
 from ._trace import flatten_outputs
 from .errors import VerificationError

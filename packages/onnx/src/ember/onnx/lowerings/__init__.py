@@ -4,7 +4,8 @@
 :func:`ember.register_plugin` when it is imported; each family module holds
 ``LOWERINGS = {op_name: lowering}``.
 """
-from ... import _plugins
+import ember
+
 from . import nn_ops, recurrent, tensor_ops
 
 _FAMILIES = (tensor_ops, nn_ops, recurrent)
@@ -21,6 +22,6 @@ def merged() -> dict:
     return found
 
 
-@_plugins.hookimpl
+@ember.hookimpl
 def ember_onnx_lowerings():
     return merged()

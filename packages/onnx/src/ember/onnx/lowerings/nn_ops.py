@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
-from ..._dtype import numpy_dtype
-from ...ops._pool_windows import AdaptiveWindows, Windows, pool_windows, pooled_size
+from ember._sibling_api import AdaptiveWindows, Windows, numpy_dtype, pool_windows, pooled_size
+
 from .._graph import onnx_dtype
 
 

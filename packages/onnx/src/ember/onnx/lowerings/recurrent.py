@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 from onnx import numpy_helper
 
-from ..._dtype import numpy_dtype
+from ember._sibling_api import numpy_dtype
+
 
 #: for each ONNX gate block, the ember (PyTorch) block it comes from
 _LSTM_ORDER = (0, 3, 1, 2)  # i, o, f, c  <-  i, f, g, o
