@@ -28,7 +28,6 @@ import sys
 import time
 
 import numpy as np
-
 from workloads import WORKLOADS
 
 OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")

@@ -6,7 +6,6 @@ import pytest
 import ember
 from ember.autograd.node import AccumulateGrad
 
-
 # -- leaves and requires_grad ---------------------------------------------------------------------------------
 
 def test_leaves_and_is_leaf(device):

@@ -7,7 +7,6 @@ import pytest
 import ember
 from tests.core.helpers import check_grads, rand64
 
-
 # -- ember.autograd.grad ---------------------------------------------------------------------------------------
 
 def test_grad_returns_tuple_and_leaves_dot_grad_alone(device):

@@ -4,7 +4,6 @@ import pytest
 
 import ember
 
-
 # -- detach, detach_, .data ------------------------------------------------------------------------------------
 
 def test_detach_shares_data_but_not_the_graph():

@@ -3,7 +3,6 @@ import pytest
 
 import ember
 
-
 # -- in-place changes and the version counter -------------------------------------------------------------------
 
 def test_in_place_ops_bump_the_version():

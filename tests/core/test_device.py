@@ -8,8 +8,6 @@ import pytest
 
 import ember
 
-
-
 # -- parsing, repr, equality ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args, type_, index, text, rep", [

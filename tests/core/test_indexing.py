@@ -1,7 +1,8 @@
 """Indexing: x[key] against NumPy, gather/scatter family, gradients (repeats accumulate), errors."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 from tests.core.helpers import check_grads, rand64

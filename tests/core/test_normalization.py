@@ -2,7 +2,8 @@
 first and second derivatives, errors."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 from ember.ops.normalization import batch_norm, group_norm, instance_norm, layer_norm

@@ -1,7 +1,8 @@
 """F.pad: every mode against numpy.pad, cropping, gradients (first and second order), PyTorch's rules and errors."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 import ember.nn.functional as F

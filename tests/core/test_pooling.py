@@ -3,12 +3,12 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 import ember.nn.functional as F
 from tests.core.helpers import check_grads, rand64
-
 
 # -- plain-loop references (one output element at a time) ---------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """Random numbers: generators and seeding, random creation ops, in-place random fills."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 

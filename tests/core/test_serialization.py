@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import safetensors
 import safetensors.numpy
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import ember
 from ember.errors import CheckpointError

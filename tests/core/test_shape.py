@@ -1,7 +1,8 @@
 """Shape ops: values against NumPy (property tests), gradients on every backend, errors."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import ember

@@ -1,7 +1,8 @@
 """sort / argsort / msort / topk / kthvalue / unique: values vs NumPy, stability, gradients, errors."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import ember

@@ -5,7 +5,8 @@ from collections import OrderedDict, UserList, defaultdict
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 from ember.data import default_collate, default_convert

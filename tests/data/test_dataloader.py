@@ -8,8 +8,14 @@ import numpy as np
 import pytest
 
 import ember
-from ember.data import (BatchSampler, DataLoader, IterableDataset, RandomSampler, SequentialSampler, TensorDataset,
-                        default_collate)
+from ember.data import (
+    BatchSampler,
+    DataLoader,
+    RandomSampler,
+    SequentialSampler,
+    TensorDataset,
+    default_collate,
+)
 
 from .datasets_for_tests import Echo, ShardedRange
 

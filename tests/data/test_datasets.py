@@ -9,8 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ember
-from ember.data import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset,
-                        TensorDataset, random_split)
+from ember.data import (
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    StackDataset,
+    Subset,
+    TensorDataset,
+    random_split,
+)
 
 
 def ref_collate(samples):

@@ -7,7 +7,6 @@ import pytest
 
 import ember
 from ember.data import DataLoader, TensorDataset
-
 from tests.core.test_pin_memory import BackendPlugin, PinningBackend
 
 

@@ -8,8 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ember
-from ember.data import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
-                        WeightedRandomSampler)
+from ember.data import (
+    BatchSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
 
 #: P(chi-square with k degrees of freedom > bound) < 1e-5 for each k used here
 CHI2_BOUND = {3: 26, 4: 28, 5: 30, 9: 37, 19: 52}

@@ -7,8 +7,16 @@ import numpy as np
 import pytest
 
 import ember
-from ember.data import (BatchSampler, DataLoader, Dataset, DistributedSampler, RandomSampler, SequentialSampler,
-                        SubsetRandomSampler, WeightedRandomSampler)
+from ember.data import (
+    BatchSampler,
+    DataLoader,
+    Dataset,
+    DistributedSampler,
+    RandomSampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
 
 
 class BasicDataset(Dataset):

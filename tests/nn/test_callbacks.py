@@ -4,7 +4,8 @@ import os
 import tempfile
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 from ember.nn.callbacks import BestCheckpoints, EarlyStopping, ModelCheckpoint

@@ -1,7 +1,6 @@
 """Learning-rate schedulers: each one's sequence (PyTorch's values, and closed forms where they exist), state dicts
 that resume bit for bit, ReduceLROnPlateau's behaviour, errors."""
 import math
-import warnings
 
 import pytest
 

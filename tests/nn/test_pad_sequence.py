@@ -1,7 +1,8 @@
 """pad_sequence: values against a NumPy reference, both layouts and sides, gradients (gradcheck), bad input."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 from ember.autograd import gradcheck, gradgradcheck

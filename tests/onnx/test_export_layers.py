@@ -2,7 +2,8 @@
 reader expects, and onnxruntime gives ember's output (float32, within 1e-5), over the layer's options."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 import ember.nn.functional as F

@@ -9,8 +9,22 @@ import pytest
 
 import ember
 import ember.onnx
-from ember.ops.activation import elu, hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish
-from ember.ops.activation import celu, selu, silu, softplus, softshrink, threshold
+from ember.ops.activation import (
+    celu,
+    elu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
+    logsigmoid,
+    mish,
+    selu,
+    silu,
+    softplus,
+    softshrink,
+    threshold,
+)
 
 
 def _x(*shape, seed=0, positive=False):

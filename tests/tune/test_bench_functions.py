@@ -6,7 +6,8 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 _PATH = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "tune" / "mf_functions.py"
 _spec = importlib.util.spec_from_file_location("ember_bench_mf_functions", _PATH)

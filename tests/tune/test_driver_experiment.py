@@ -244,8 +244,9 @@ def test_keep_best_k_checkpoints(tmp_path):
 
 
 def test_reported_values_are_stored_as_the_journal_reads_them_back(tmp_path):
-    import ember
     import numpy as np
+
+    import ember
     exp = tune.Experiment(SPACE, "loss", "min", num_samples=1, seed=0, storage_path=str(tmp_path), name="n")
     trial = exp.ask()
     exp.report(trial, {"loss": ember.tensor(0.5), "acc": np.float32(0.25), "shape": (2, 3), "model": object()})

@@ -3,7 +3,8 @@ import json
 import math
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ember.tune import ASHAScheduler, AsyncHyperBandScheduler, Decision, registry
 

@@ -10,8 +10,16 @@ import json
 import numpy as np
 import pytest
 
-from ember.tune import (ASHAScheduler, Decision, FIFOScheduler, HyperBandScheduler, MedianStoppingRule, RandomSearcher,
-                        SearchSpace, uniform)
+from ember.tune import (
+    ASHAScheduler,
+    Decision,
+    FIFOScheduler,
+    HyperBandScheduler,
+    MedianStoppingRule,
+    RandomSearcher,
+    SearchSpace,
+    uniform,
+)
 
 MAX_T = 27
 

@@ -6,9 +6,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ember.tune.searchers._parzen import (ProductKDE, UnivariateParzen, aitchison_aitken_logpmf, logsumexp,
-                                          normal_reference_bandwidths, sample_truncnorm, truncnorm_log_mass,
-                                          truncnorm_logpdf)
+from ember.tune.searchers._parzen import (
+    ProductKDE,
+    UnivariateParzen,
+    aitchison_aitken_logpmf,
+    logsumexp,
+    normal_reference_bandwidths,
+    sample_truncnorm,
+    truncnorm_log_mass,
+    truncnorm_logpdf,
+)
 
 GRID = np.linspace(0.0, 1.0, 20001)
 

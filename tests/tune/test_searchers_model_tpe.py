@@ -8,8 +8,15 @@ from ember.tune.searchers.base import FINISHED
 from ember.tune.searchers.random import RandomSearcher
 from ember.tune.searchers.tpe import TPESearcher
 
-from .searchers_model_helpers import (check_state_round_trip, check_valid, mixed_objective, mixed_space, quadratic,
-                                      quadratic_space, run_sequential)
+from .searchers_model_helpers import (
+    check_state_round_trip,
+    check_valid,
+    mixed_objective,
+    mixed_space,
+    quadratic,
+    quadratic_space,
+    run_sequential,
+)
 
 
 def test_registered_as_tpe():

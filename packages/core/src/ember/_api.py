@@ -7,65 +7,67 @@ or another sibling stays cheap until ember is used.
 >>> ember.float32, ember.Size([2, 3])
 (ember.float32, ember.Size([2, 3]))
 """
-from importlib.metadata import PackageNotFoundError as _NotFound, version as _version
+from importlib.metadata import PackageNotFoundError as _NotFound
+from importlib.metadata import version as _version
 
 try:
     __version__ = _version("ember-core")
 except _NotFound:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
+from . import (
+    autograd,  # noqa: F401
+    backends,  # noqa: F401
+    cuda,  # noqa: F401
+    linalg,  # noqa: F401
+)
+from ._device import device  # noqa: F401
 from ._dtype import *  # noqa: F401,F403
 from ._dtype import bool_  # noqa: F401
-from ._device import device  # noqa: F401
+from ._plugins import collect_claims, get_plugin_manager, hookimpl, list_backends, register_plugin, unregister_plugin  # noqa
 from ._size import Size  # noqa: F401
 from ._tensor import Tensor, is_tensor  # noqa: F401
-from . import autograd  # noqa: F401
-from .errors import EmberError, DeviceMismatchError, PluginError, UnsupportedOpError  # noqa: F401
-from ._plugins import (hookimpl, register_plugin, unregister_plugin, list_backends, get_plugin_manager,  # noqa
-                       collect_claims)
-from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,  # noqa: F401
-                       is_inference_mode_enabled)
+from ._tensor_str import get_printoptions, printoptions, set_printoptions  # noqa: F401
+from .autograd import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled  # noqa: F401
+from .backends import cpu as _cpu  # noqa: F401
+from .errors import DeviceMismatchError, EmberError, PluginError, UnsupportedOpError  # noqa: F401
+from .linalg import det, inverse, slogdet  # noqa: F401
+from .memory import *  # noqa: F401,F403
 from .ops import _common  # noqa: F401
-from .ops.arith import *  # noqa: F401,F403
-from .ops.conversion import *  # noqa: F401,F403
-from .ops.creation import *  # noqa: F401,F403
-from .ops.reduction import *  # noqa: F401,F403
-from .ops.reduction_nan import *  # noqa: F401,F403
-from .ops.view import *  # noqa: F401,F403
-from .ops.slicing import *  # noqa: F401,F403
-from .ops.pointwise import *  # noqa: F401,F403
-from .ops.activation import *  # noqa: F401,F403
-from .ops.binary_math import *  # noqa: F401,F403
-from .ops.binary_float import *  # noqa: F401,F403
-from .ops.bitwise import *  # noqa: F401,F403
-from .ops.minmax import *  # noqa: F401,F403
-from .ops.statistics import *  # noqa: F401,F403
-from .ops.comparison import *  # noqa: F401,F403
-from .ops.softmax import *  # noqa: F401,F403
-from .ops.shape import *  # noqa: F401,F403
-from .ops.indexing import *  # noqa: F401,F403
-from .ops.gather import *  # noqa: F401,F403
-from .ops.inplace import *  # noqa: F401,F403
-from .ops.matmul import *  # noqa: F401,F403
-from .ops.sorting import *  # noqa: F401,F403
-from .ops.random_ops import *  # noqa: F401,F403
-from .ops.predicates import *  # noqa: F401,F403
+
 # the layers' ops (ember.nn.functional gathers them); at the top level only the names PyTorch has there with the
 # same signature (torch.batch_norm and torch.embedding take their arguments in another order than F's)
-from .ops import padding as _padding, interpolate as _interpolate, loss as _loss, recurrent as _recurrent  # noqa
+from .ops import padding as _padding  # noqa
+from .ops.activation import *  # noqa: F401,F403
+from .ops.arith import *  # noqa: F401,F403
+from .ops.binary_float import *  # noqa: F401,F403
+from .ops.binary_math import *  # noqa: F401,F403
+from .ops.bitwise import *  # noqa: F401,F403
+from .ops.comparison import *  # noqa: F401,F403
+from .ops.conversion import *  # noqa: F401,F403
 from .ops.convolution import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: F401
-from .ops.pooling import max_pool1d, max_pool2d, avg_pool1d, adaptive_avg_pool1d, adaptive_max_pool1d  # noqa
-from .ops.normalization import layer_norm, group_norm  # noqa: F401
+from .ops.creation import *  # noqa: F401,F403
 from .ops.dropout import alpha_dropout, feature_alpha_dropout  # noqa: F401
+from .ops.gather import *  # noqa: F401,F403
+from .ops.indexing import *  # noqa: F401,F403
+from .ops.inplace import *  # noqa: F401,F403
+from .ops.matmul import *  # noqa: F401,F403
+from .ops.minmax import *  # noqa: F401,F403
+from .ops.normalization import group_norm, layer_norm  # noqa: F401
+from .ops.pointwise import *  # noqa: F401,F403
+from .ops.pooling import adaptive_avg_pool1d, adaptive_max_pool1d, avg_pool1d, max_pool1d, max_pool2d  # noqa
+from .ops.predicates import *  # noqa: F401,F403
+from .ops.random_ops import *  # noqa: F401,F403
+from .ops.reduction import *  # noqa: F401,F403
+from .ops.reduction_nan import *  # noqa: F401,F403
+from .ops.shape import *  # noqa: F401,F403
+from .ops.slicing import *  # noqa: F401,F403
+from .ops.softmax import *  # noqa: F401,F403
+from .ops.sorting import *  # noqa: F401,F403
+from .ops.statistics import *  # noqa: F401,F403
+from .ops.view import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
-from .memory import *  # noqa: F401,F403
-from .serialization import save, load  # noqa: F401
-from ._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: F401
-from . import linalg  # noqa: F401
-from . import cuda  # noqa: F401
-from .linalg import det, inverse, slogdet, tensor_norm as norm  # noqa: F401
-from . import backends  # noqa: F401
-from .backends import cpu as _cpu  # noqa: F401
+from .serialization import load, save  # noqa: F401
 
 bool = bool_  # noqa: A001  (ember.bool, as torch.bool)
 _complete = True  # set last: a nested load while the imports above run copies only what is there so far

@@ -17,6 +17,7 @@ import importlib.metadata
 import pluggy
 
 import ember.hookspecs as hookspecs  # not ``from . import``: that would look the name up on ember first
+
 from .errors import PluginError
 
 hookimpl = pluggy.HookimplMarker("ember")

@@ -53,10 +53,10 @@ from ._dtype import numpy_dtype
 from ._tensor import Tensor
 from .autograd.function import TRACE, Op
 from .ops._common import cast_scalar, promote, wrap_dim
+from .ops._pool_windows import AdaptiveWindows, Windows, pool_windows, pooled_size
 from .ops.conversion import _parse_to
 from .ops.loss_common import broadcast_shape, get_reduction
 from .ops.loss_embedding import pairwise_distance
-from .ops._pool_windows import AdaptiveWindows, Windows, pool_windows, pooled_size
 
 __all__ = [
     # tensors and their arrays

@@ -12,6 +12,7 @@ True
 from __future__ import annotations
 
 import ember.memory as _memory  # not ``from . import``: that would look the name up on ember first
+
 from ._device import device as _device
 from ._plugins import backends as _backends
 from .random import default_generator_for

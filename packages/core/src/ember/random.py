@@ -22,9 +22,9 @@ import secrets
 import numpy as np
 
 from ._device import as_device
-from .ops.creation import from_numpy
 from ._dtype import uint8
 from ._tensor import Tensor
+from .ops.creation import from_numpy
 
 __all__ = ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "fork_rng",
            "default_generator"]

@@ -7,8 +7,14 @@
 """
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .function import Function, FunctionCtx
-from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
-                        set_grad_enabled)
+from .grad_mode import (
+                        enable_grad,
+                        inference_mode,
+                        is_grad_enabled,
+                        is_inference_mode_enabled,
+                        no_grad,
+                        set_grad_enabled,
+)
 from .gradcheck import gradcheck, gradgradcheck
 from .gradients import backward, grad
 from .node import Node

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+from typing import Any
 
 import numpy as np
 

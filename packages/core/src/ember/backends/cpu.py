@@ -22,6 +22,7 @@ from . import cpu_kernels
 from .backend import Backend
 from .numpy_namespace import xp
 
+
 class _NativeDtypes(dict):
     """``{ember dtype: NumPy dtype}``; bfloat16's NumPy dtype is made (ml_dtypes imported) on first use."""
 

@@ -16,7 +16,7 @@ from ..ops.matmul import matmul
 from ._checks import LinAlgError
 from ._decompositions import cholesky, eigh, eigvalsh, qr, svd, svdvals
 from ._inverse import det, inv, slogdet, solve
-from ._norms import matrix_norm, norm, tensor_norm, vector_norm
+from ._norms import matrix_norm, norm, tensor_norm, vector_norm  # noqa: F401  (tensor_norm: ember.norm)
 
 __all__ = ["LinAlgError", "inv", "det", "slogdet", "solve", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals",
            "vector_norm", "matrix_norm", "norm", "matmul"]

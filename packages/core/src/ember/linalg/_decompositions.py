@@ -9,8 +9,10 @@ meaningful for functions that do not depend on the sign of the vectors.
 """
 from __future__ import annotations
 
-from ..return_types import linalg_eigh as EighResult, linalg_qr as QRResult, linalg_svd as SVDResult
 from ..autograd.function import Op
+from ..return_types import linalg_eigh as EighResult
+from ..return_types import linalg_qr as QRResult
+from ..return_types import linalg_svd as SVDResult
 from ._checks import BACKEND_ERRORS, LinAlgError, check_matrix, column_selector, diag_embed, eye_like, tril_mask
 from ._inverse import solve
 

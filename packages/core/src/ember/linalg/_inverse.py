@@ -1,10 +1,10 @@
 """``inv``, ``det``, ``slogdet`` and ``solve`` (with the top-level ``inverse``, ``det``, ``slogdet``)."""
 from __future__ import annotations
 
-from ..return_types import linalg_slogdet as SlogdetResult
 from ..autograd.function import Op
 from ..ops._common import Tensor, sum_to, tensor_method
 from ..ops.matmul import broadcast_batch
+from ..return_types import linalg_slogdet as SlogdetResult
 from ._checks import BACKEND_ERRORS, LinAlgError, check_matrix
 
 __all__ = ["inv", "det", "slogdet", "solve"]

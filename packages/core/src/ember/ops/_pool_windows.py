@@ -12,7 +12,6 @@ import math
 
 from ._resample import AxisMap
 
-
 # -- windows along one dimension -----------------------------------------------------------------------------------
 
 def pooled_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:

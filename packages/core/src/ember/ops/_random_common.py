@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..random import Generator, default_generator_for
+from ._common import Tensor
 from .creation import zeros
 
 _C_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",

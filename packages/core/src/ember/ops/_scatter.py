@@ -8,8 +8,8 @@ exact); PyTorch leaves which value wins undefined too.
 """
 from __future__ import annotations
 
-from ..errors import UnsupportedOpError
 from .._plugins import backends
+from ..errors import UnsupportedOpError
 
 
 def _at(xp, ufunc_name):

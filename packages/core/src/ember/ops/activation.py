@@ -20,8 +20,18 @@ from .. import _dtype as dt
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
 from ._common import Tensor, tensor_method
-from .activation_piecewise import (hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu, prelu,  # noqa: F401
-                                   relu6, softshrink, threshold, threshold_)
+from .activation_piecewise import (  # noqa: F401
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
+    prelu,
+    relu6,
+    softshrink,
+    threshold,
+    threshold_,
+)
 from .inplace import apply_inplace
 from .pointwise import erf_array, float_input, float_only, not_implemented_for
 from .shape import where

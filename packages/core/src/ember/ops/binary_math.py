@@ -16,8 +16,8 @@ import operator
 from .. import _dtype as dt
 from ..autograd.function import Op
 from ._common import Tensor, promote, sum_to, tensor_method
-from .pointwise import not_implemented_for
 from .creation import full
+from .pointwise import not_implemented_for
 
 __all__ = ["maximum", "minimum", "fmax", "fmin", "atan2", "arctan2", "lerp", "clamp", "clip",
            "clamp_min", "clamp_max"]

@@ -7,7 +7,8 @@ tensor([1., 2.], dtype=ember.float64)
 from __future__ import annotations
 
 from .. import _dtype as dt
-from .._device import as_device, device as Device
+from .._device import as_device
+from .._device import device as Device
 from ..autograd.function import Op
 from ..memory import pinning_backend
 from ._common import Tensor, tensor_method

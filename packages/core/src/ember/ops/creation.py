@@ -10,7 +10,6 @@ tensor([0, 1, 2])
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 

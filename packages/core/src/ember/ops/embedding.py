@@ -17,9 +17,9 @@ from .. import _dtype as dt
 from ..autograd.function import Op
 from ..autograd.grad_mode import no_grad
 from ._common import Tensor
+from .creation import arange, ones, zeros
 from .gather import IndexAdd
 from .shape import where
-from .creation import arange, ones, zeros
 
 __all__ = ["embedding", "one_hot"]
 

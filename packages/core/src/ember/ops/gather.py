@@ -19,11 +19,10 @@ from .. import _dtype as dt
 from ..autograd.function import Op
 from ._common import Tensor, tensor_method, wrap_dim
 from ._scatter import add_rows, along_dim_index, mul_rows, put_rows
-from .indexing import _cast_scalar
 from .conversion import move_array
+from .creation import full, zeros
+from .indexing import _cast_scalar
 from .slicing import BasicIndexBackward
-from .creation import full
-from .creation import zeros
 
 __all__ = ["index_select", "gather", "take_along_dim", "scatter", "scatter_add", "index_add"]
 
@@ -320,7 +319,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     is_tensor_src = isinstance(src, Tensor)
     d, idx = _check_gather_args(input, dim, index, "scatter", src if is_tensor_src else None)
     if is_tensor_src and src._dtype is not input._dtype:
-        raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype")
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     if reduce is None:
         if is_tensor_src:
             return Scatter.apply(input, src, index=idx, dim=d)

@@ -23,8 +23,8 @@ from .. import _dtype as dt
 from ..autograd.function import Op
 from ._common import Tensor, cast_scalar, tensor_method
 from ._scatter import add_rows, put_rows
-from .slicing import index_view
 from .creation import zeros
+from .slicing import index_view
 
 __all__ = ["index_put", "masked_select", "take"]
 
@@ -304,7 +304,7 @@ def masked_select(input, mask):
     tensor([1, 3])
     """
     if mask._dtype is not dt.bool_:
-        raise RuntimeError(f"masked_select: expected BoolTensor for mask")
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
     shape = np.broadcast_shapes(tuple(input.shape), tuple(mask.shape))
     return _getitem(input.expand(shape), mask.expand(shape))
 

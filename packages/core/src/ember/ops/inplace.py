@@ -26,13 +26,12 @@ from ..autograd.grad_mode import STATE, no_grad
 from ..autograd.node import Node, _seq
 from ._common import Tensor, cast_scalar, sum_to, tensor_method
 from .binary_math import clamp
+from .creation import ones, tensor
 from .gather import index_add, scatter, scatter_add
 from .indexing import index_put, make_plan, put_advanced, split_key
 from .shape import masked_fill
 from .slicing import index_view
 from .view import _byte_strides
-from .creation import tensor
-from .creation import ones
 
 __all__ = ["apply_inplace", "fill_", "zero_", "clamp_", "index_put_"]  # torch.fill_(t, v) etc. exist too
 

@@ -15,8 +15,18 @@ import math
 
 from ..autograd.function import Op
 from .activation import softplus
-from .loss_common import (broadcast_shape, check_tensor, constant_argument, dtype_name, float_pair, get_reduction,
-                          grad_scale, reduce_array, reduce_tensor, same_size)
+from .loss_common import (
+    broadcast_shape,
+    check_tensor,
+    constant_argument,
+    dtype_name,
+    float_pair,
+    get_reduction,
+    grad_scale,
+    reduce_array,
+    reduce_tensor,
+    same_size,
+)
 from .pointwise import not_implemented_for
 
 __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "soft_margin_loss"]

@@ -20,8 +20,17 @@ from .. import _dtype as dt
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
 from ._common import Tensor, promote
-from .loss_common import (broadcast_pair, check_tensor, constant_argument, dtype_name, get_reduction, grad_scale,
-                          reduce_array, reduce_tensor, warn_at_caller)
+from .loss_common import (
+    broadcast_pair,
+    check_tensor,
+    constant_argument,
+    dtype_name,
+    get_reduction,
+    grad_scale,
+    reduce_array,
+    reduce_tensor,
+    warn_at_caller,
+)
 from .pointwise import not_implemented_for
 
 __all__ = ["cross_entropy", "nll_loss", "kl_div"]

@@ -14,12 +14,13 @@ tensor([7, 5])
 """
 from __future__ import annotations
 
-from ..return_types import aminmax as AminmaxResult, max as MaxResult, min as MinResult
 from ..autograd.function import Op
+from ..return_types import aminmax as AminmaxResult
+from ..return_types import max as MaxResult
+from ..return_types import min as MinResult
 from ._common import Tensor, tensor_method, wrap_dim
+from .binary_math import maximum, minimum
 from .reduction import expand_back, norm_dims
-from .binary_math import maximum
-from .binary_math import minimum
 
 __all__ = ["max", "min", "amax", "amin", "aminmax", "argmax", "argmin"]
 

@@ -18,8 +18,8 @@ import math
 from .. import _dtype as dt
 from ..autograd.function import Op
 from ._common import Tensor, array_op, tensor_method
-from .shape import where
 from .creation import zeros_like
+from .shape import where
 
 __all__ = ["abs", "absolute", "sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1",
            "sin", "cos", "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh", "tanh",

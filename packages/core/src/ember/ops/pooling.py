@@ -27,9 +27,19 @@ from __future__ import annotations
 from ..autograd.function import Op
 from ..autograd.node import FREED_MSG
 from ._common import Tensor
-from ._pool_windows import (AdaptiveWindows, divisor, flat_indices, max_stage, max_stages,
-                            pool_windows, pooled_size, scatter_stage, select_stage, window_sum,
-                            window_sum_transpose)
+from ._pool_windows import (
+    AdaptiveWindows,
+    divisor,
+    flat_indices,
+    max_stage,
+    max_stages,
+    pool_windows,
+    pooled_size,
+    scatter_stage,
+    select_stage,
+    window_sum,
+    window_sum_transpose,
+)
 from .pointwise import not_implemented_for
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",

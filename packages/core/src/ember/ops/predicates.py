@@ -8,7 +8,7 @@ True
 """
 from __future__ import annotations
 
-from ._common import Tensor, tensor_method
+from ._common import tensor_method
 
 __all__ = ["numel", "is_nonzero", "is_floating_point", "is_same_size"]
 

@@ -18,8 +18,17 @@ from .. import _dtype as dt
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
 from ._common import Tensor, tensor_method
-from ._random_common import (MANTISSA_BITS, check_int_range, check_p, check_probabilities, pick_generator,
-                             rng_to_device, standard_normal, unit_uniform, zero_grads)
+from ._random_common import (
+    MANTISSA_BITS,
+    check_int_range,
+    check_p,
+    check_probabilities,
+    pick_generator,
+    rng_to_device,
+    standard_normal,
+    unit_uniform,
+    zero_grads,
+)
 
 __all__: list = []
 

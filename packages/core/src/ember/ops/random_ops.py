@@ -21,11 +21,20 @@ import numpy as np
 from .. import _dtype as dt
 from .._device import as_device
 from ..autograd.function import Op
-from ._common import Tensor, tensor_method
-from ._random_common import (check_int_range, check_p, check_probabilities, float_dtype, pick_generator,
-                             rng_to_device, standard_normal, unit_uniform, zero_grads)
-from .creation import _finish, size_from_args
 from . import random_inplace  # noqa: F401  (attaches uniform_, normal_, ... to Tensor)
+from ._common import Tensor, tensor_method
+from ._random_common import (
+    check_int_range,
+    check_p,
+    check_probabilities,
+    float_dtype,
+    pick_generator,
+    rng_to_device,
+    standard_normal,
+    unit_uniform,
+    zero_grads,
+)
+from .creation import _finish, size_from_args
 
 __all__ = ["rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",
            "randint_like"]

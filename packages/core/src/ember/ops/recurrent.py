@@ -31,12 +31,12 @@ differentiates that, so higher derivatives are exact too.
 """
 from __future__ import annotations
 
+from ..autograd import grad
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
 from ._common import Tensor
 from .matmul import matmul
 from .shape import stack
-from ..autograd import grad
 
 __all__ = ["rnn_layer", "lstm_layer", "gru_layer"]
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from .. import _dtype as dt
 from ..autograd.function import Op
 from ._common import Tensor, tensor_method, wrap_dim
-from .view import Expand
 from .pointwise import float_input
+from .view import Expand
 
 __all__ = ["sum", "mean", "prod", "all", "any", "count_nonzero", "logsumexp", "cumsum", "cumprod"]
 

@@ -15,11 +15,9 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..autograd.function import Op
-from .creation import arange, tensor
-from .gather import index_select
 from ._common import Tensor, cast_scalar, promote, sum_to, tensor_method, wrap_dim
-from .creation import tensor
-from .creation import zeros
+from .creation import arange, tensor, zeros
+from .gather import index_select
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "flip", "fliplr", "flipud", "roll",
            "tile", "repeat_interleave", "tril", "triu", "where", "nonzero", "masked_fill"]

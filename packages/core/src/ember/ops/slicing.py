@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..autograd.function import Op
 from ._common import Tensor, tensor_method, wrap_dim
 

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import math
 
-from ..return_types import kthvalue as KthvalueResult, median as MedianResult, nanmedian as NanmedianResult
-from ..return_types import sort as SortResult, topk as TopkResult
 from ..autograd.function import Op
+from ..return_types import kthvalue as KthvalueResult
+from ..return_types import median as MedianResult
+from ..return_types import nanmedian as NanmedianResult
+from ..return_types import sort as SortResult
+from ..return_types import topk as TopkResult
 from ._common import Tensor, tensor_method, wrap_dim
 from .creation import full
 

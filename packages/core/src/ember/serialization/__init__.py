@@ -21,12 +21,13 @@ import os
 
 import numpy as np
 
-from .._device import device as _device_cls, as_device
+from .._device import as_device
+from .._device import device as _device_cls
 from ..errors import CheckpointError
+from ..ops.creation import from_numpy
 from . import _format
 from ._structure import Decoder, Encoder, references, select
 from .atomic import write_atomically
-from ..ops.creation import from_numpy
 
 __all__ = ["save", "load"]
 

@@ -7,12 +7,12 @@
 >>> x.shape, y.tolist()
 (ember.Size([4, 2]), [0, 1, 2, 3])
 """
-from .dataset import *  # noqa: F401,F403
-from .sampler import *  # noqa: F401,F403
-from .distributed import *  # noqa: F401,F403
-from .collate import *  # noqa: F401,F403
-from .worker_info import *  # noqa: F401,F403
-from .dataloader import *  # noqa: F401,F403
 from . import _reductions
+from .collate import *  # noqa: F401,F403
+from .dataloader import *  # noqa: F401,F403
+from .dataset import *  # noqa: F401,F403
+from .distributed import *  # noqa: F401,F403
+from .sampler import *  # noqa: F401,F403
+from .worker_info import *  # noqa: F401,F403
 
 _reductions.register()

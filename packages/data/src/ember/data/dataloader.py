@@ -4,8 +4,8 @@ from __future__ import annotations
 import multiprocessing
 import warnings
 
-from ._multiprocess import DataLoaderTimeoutError, MultiProcessIter, WorkerDiedError
 from ._iter_base import _can_pin
+from ._multiprocess import DataLoaderTimeoutError, MultiProcessIter, WorkerDiedError
 from ._single_process import SingleProcessIter
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset

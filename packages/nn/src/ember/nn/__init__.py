@@ -5,6 +5,6 @@
 >>> nn.Sequential(nn.Linear(4, 2), nn.ReLU())(ember.ones(3, 4)).shape
 ember.Size([3, 2])
 """
-from .parameter import *  # noqa: F401,F403
+from . import callbacks, functional, init, models, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
-from . import functional, init, utils, callbacks, models  # noqa: F401
+from .parameter import *  # noqa: F401,F403

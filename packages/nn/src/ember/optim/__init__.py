@@ -8,10 +8,10 @@
 >>> w
 tensor([0.], requires_grad=True)
 """
-from .optimizer import *  # noqa: F401,F403
-from .sgd import *  # noqa: F401,F403
+from . import lr_scheduler  # noqa: F401
+from .adagrad import *  # noqa: F401,F403
 from .adam import *  # noqa: F401,F403
 from .adamw import *  # noqa: F401,F403
+from .optimizer import *  # noqa: F401,F403
 from .rmsprop import *  # noqa: F401,F403
-from .adagrad import *  # noqa: F401,F403
-from . import lr_scheduler  # noqa: F401
+from .sgd import *  # noqa: F401,F403

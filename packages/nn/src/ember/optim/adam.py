@@ -6,8 +6,7 @@ import math
 import ember
 from ember._sibling_api import array, array_namespace, mark_modified
 
-from .optimizer import (Optimizer, advance_step, check_differentiable, check_options, grad_array, new_step_tensor,
-                        pieces)
+from .optimizer import Optimizer, advance_step, check_differentiable, check_options, grad_array, new_step_tensor, pieces
 
 __all__ = ["Adam"]
 

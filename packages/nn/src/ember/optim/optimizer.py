@@ -30,8 +30,8 @@ from itertools import chain
 
 import ember
 from ember._sibling_api import array, mark_modified
-from ember.utils.hooks import add_hook
 from ember.nn.utils._zero_grad import zero_grads
+from ember.utils.hooks import add_hook
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
 

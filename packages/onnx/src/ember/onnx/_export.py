@@ -4,12 +4,12 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import onnx
-from onnx import helper
 
 import ember
-from ember import _sibling_api as core
+import onnx
 from ember import Tensor
+from ember import _sibling_api as core
+from onnx import helper
 
 from . import lowerings
 from ._graph import Graph, Node, _tensor_proto, onnx_dtype

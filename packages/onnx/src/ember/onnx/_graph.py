@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+
 import onnx
 from onnx import helper, numpy_helper
 

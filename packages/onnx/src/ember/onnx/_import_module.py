@@ -1,10 +1,9 @@
 """``OnnxModule``: an ONNX graph as an ``ember.nn.Module``; the one module that imports every op handler module."""
 from __future__ import annotations
 
-from onnx import numpy_helper
-
 import ember
 from ember import nn
+from onnx import numpy_helper
 
 from . import _import_nn_ops, _import_ops, _import_rnn, _import_scan  # noqa: F401  (register the op handlers)
 from ._import_node import compile_nodes, from_numpy, run_nodes

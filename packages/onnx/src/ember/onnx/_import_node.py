@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections import ChainMap
 
 import numpy as np
-from onnx import AttributeProto, helper, numpy_helper
 
 import ember
+from onnx import AttributeProto, helper, numpy_helper
 
 from .errors import OnnxImportError, UnsupportedImportError
 

@@ -11,7 +11,6 @@ import ember.nn.functional as F
 
 from ._import_node import axis_list, ember_dtype, from_numpy, handles, ints, normalize_axis
 
-
 # -- elementwise ---------------------------------------------------------------------------------------------
 _UNARY = {
     "Neg": ember.neg, "Abs": ember.abs, "Exp": ember.exp, "Log": ember.log, "Sqrt": ember.sqrt,

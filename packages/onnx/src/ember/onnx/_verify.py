@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember import Tensor, no_grad
+
 from ._export import as_args, build_model
 from ._trace import flatten_outputs
 from .errors import VerificationError
@@ -25,8 +26,9 @@ def verify(model, args, rtol: float = 1e-5, atol: float = 1e-5, input_names=None
     >>> diffs
     [0.0]
     """
-    import onnx
     import onnxruntime
+
+    import onnx
 
     args = as_args(args)
     proto = build_model(model, args, input_names, output_names, dynamic_axes, opset_version)

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-from ember import collect_claims, get_plugin_manager
-from ember import hookimpl, register_plugin  # noqa: F401  (re-exported for plugin authors)
+from ember import collect_claims, get_plugin_manager, hookimpl, register_plugin  # noqa: F401  (re-exported for plugin authors)
 
 from . import hookspec
 

@@ -30,9 +30,27 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .domains import (CONSTRUCTORS, Categorical, Domain, Float, Function, Grid, Integer, _as_rng, _safe_eq,
-                      choice, grid_search, lograndint, loguniform, qloguniform, qrandint, quniform, randint,
-                      sample_from, uniform)
+from .domains import (
+    CONSTRUCTORS,
+    Categorical,
+    Domain,
+    Float,
+    Function,
+    Grid,
+    Integer,
+    _as_rng,
+    _safe_eq,
+    choice,
+    grid_search,
+    lograndint,
+    loguniform,
+    qloguniform,
+    qrandint,
+    quniform,
+    randint,
+    sample_from,
+    uniform,
+)
 
 __all__ = ["Domain", "Float", "Integer", "Categorical", "Grid", "Function", "Param", "SearchSpace",
            "uniform", "loguniform", "quniform", "qloguniform", "randint", "lograndint", "qrandint", "choice",

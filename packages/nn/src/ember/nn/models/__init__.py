@@ -8,8 +8,8 @@ one written from PyTorch with ``safetensors.torch.save_file(model.state_dict(), 
 >>> models.resnet18(num_classes=10).fc
 Linear(in_features=512, out_features=10, bias=True)
 """
+from ._weights import load_weights  # noqa: F401
 from .resnet import *  # noqa: F401,F403
 from .small import *  # noqa: F401,F403
-from ._weights import load_weights  # noqa: F401
 
 __all__ = resnet.__all__ + small.__all__ + ["load_weights"]  # noqa: F405

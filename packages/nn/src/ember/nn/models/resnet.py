@@ -5,8 +5,8 @@ loads into ``resnet18(weights=p)`` and gives the same outputs; the other way rou
 """
 import ember
 
-from ..modules import AdaptiveAvgPool2d, BatchNorm2d, Conv2d, GroupNorm, Linear, MaxPool2d, Module, ReLU, Sequential
 from .. import init
+from ..modules import AdaptiveAvgPool2d, BatchNorm2d, Conv2d, GroupNorm, Linear, MaxPool2d, Module, ReLU, Sequential
 from ._weights import load_weights
 
 __all__ = ["ResNet", "BasicBlock", "Bottleneck", "resnet18", "resnet34", "resnet50"]

@@ -33,8 +33,13 @@ from ember._sibling_api import parse_to, share_storage
 
 from ..parameter import Buffer, Parameter
 from ..utils._zero_grad import zero_grads
-from ._hooks import (HooksMixin, register_module_forward_hook, register_module_forward_pre_hook,
-                     register_module_full_backward_hook, register_module_full_backward_pre_hook)
+from ._hooks import (
+    HooksMixin,
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+    register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
+)
 from ._state_dict import StateDictMixin
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",

@@ -8,10 +8,10 @@ OneCycleLR, SequentialLR and ReduceLROnPlateau, with PyTorch's arguments, values
 ['_get_lr_called_within_step', '_is_initial', '_last_lr']
 """
 from .base import LRScheduler
+from .composite import SequentialLR
 from .decay import CosineAnnealingLR, ExponentialLR, LambdaLR, LinearLR, MultiStepLR, StepLR
 from .one_cycle import OneCycleLR
 from .plateau import ReduceLROnPlateau
-from .composite import SequentialLR
 
 _LRScheduler = LRScheduler  # the name older PyTorch code subclasses
 

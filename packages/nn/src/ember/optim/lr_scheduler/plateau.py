@@ -28,7 +28,7 @@ class ReduceLROnPlateau(LRScheduler):
     >>> for loss in [3.0, 2.0, 2.0, 2.0, 1.0, 1.0, 1.0]:
     ...     opt.step(); sched.step(loss)
     ...     print(sched.get_last_lr(), end=' ')
-    [1.0] [1.0] [1.0] [0.5] [0.5] [0.5] [0.25] 
+    [1.0] [1.0] [1.0] [0.5] [0.5] [0.5] [0.25]
     """
 
     def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4, threshold_mode="rel",

@@ -17,10 +17,9 @@ PyTorch's cell.
 from __future__ import annotations
 
 import numpy as np
-from onnx import numpy_helper
 
 from ember._sibling_api import numpy_dtype
-
+from onnx import numpy_helper
 
 #: for each ONNX gate block, the ember (PyTorch) block it comes from
 _LSTM_ORDER = (0, 3, 1, 2)  # i, o, f, c  <-  i, f, g, o

@@ -15,6 +15,7 @@ from .._graph import onnx_dtype
 from . import tensor_shapes
 from .tensor_shapes import _ints, reshape, shape_input  # noqa: F401 - reshape, shape_input: for other lowerings
 
+
 # -- helpers -------------------------------------------------------------------------------------------------------
 def _scalar(g, node, value, index=0):
     """A constant of the dtype of output ``index`` (the dtype the op computes in)."""

@@ -39,8 +39,15 @@ import numpy as np
 from ember import hookimpl
 
 from ..space import SearchSpace
-from ._parzen import (Layout, ProductKDE, check_setup, check_state, decode_vector, encode_vector,
-                      normal_reference_bandwidths)
+from ._parzen import (
+    Layout,
+    ProductKDE,
+    check_setup,
+    check_state,
+    decode_vector,
+    encode_vector,
+    normal_reference_bandwidths,
+)
 from .base import FINISHED, Searcher
 
 
