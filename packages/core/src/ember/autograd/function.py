@@ -168,6 +168,10 @@ class Op(Node):
     #: backward reads ``ctx.in_shapes`` (the inputs' shapes; ``None`` for Python scalars)
     wants_shapes = False
     _kernels: dict = {}
+    #: set per class: the output is one plain result (not a view, not on another device, not several)
+    _plain: bool
+    #: set per call on ops that keep their output for backward: the device of the kept arrays
+    _out_device: object
 
     def __init_subclass__(cls, abstract: bool = False, **kw):
         super().__init_subclass__(**kw)

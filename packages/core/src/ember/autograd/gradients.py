@@ -82,7 +82,7 @@ def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False,
     backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
-Tensor.backward = _tensor_backward  # a method of Tensor, defined here beside the engine it drives
+Tensor.backward = _tensor_backward  # type: ignore[method-assign]  # defined beside the engine it drives
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=None,

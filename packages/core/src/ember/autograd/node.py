@@ -33,15 +33,16 @@ class Node:
 
     backward_name = "Node"
     next_functions: tuple = ()
-    _saved = ()
+    _saved: tuple = ()
+    _saved_versions: tuple = ()
     _freed = False
-    _pre_hooks = None    # {id: fn(grad_outputs)}
-    _post_hooks = None   # {id: fn(grad_inputs, grad_outputs)}
-    _tensor_hooks = None  # {output_nr: {id: fn(grad)}} from tensor.register_hook on outputs
-    _retained = None     # {output_nr: weakref to a tensor that retains its grad}
+    _pre_hooks: dict | None = None     # {id: fn(grad_outputs)}
+    _post_hooks: dict | None = None    # {id: fn(grad_inputs, grad_outputs)}
+    _tensor_hooks: dict | None = None  # {output_nr: {id: fn(grad)}} from tensor.register_hook on outputs
+    _retained: dict | None = None      # {output_nr: weakref to a tensor that retains its grad}
     _anomaly_trace = None
-    _out_meta = None     # ((shape, dtype, device), ...) of outputs, for nodes with several
-    _metadata = None
+    _out_meta: tuple | None = None     # ((shape, dtype, device), ...) of outputs, for nodes with several
+    _metadata: dict | None = None
 
     def name(self) -> str:
         return self.backward_name
