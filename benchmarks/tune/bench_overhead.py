@@ -110,9 +110,11 @@ def main(argv=None):
     own = shares["ember.tune own modules (importtime self)"]
     over_core = total - shares["import ember (core loads on first use)"]
     loaded = shares["ember core loaded (ember.Tensor)"]
-    print(f"import ember.tune: {total:.3f} s, target {IMPORT_TARGET_S} s: {'PASS' if total <= IMPORT_TARGET_S else 'FAIL'}"
+    print(f"import ember.tune: {total:.3f} s, target {IMPORT_TARGET_S} s: "
+          f"{'PASS' if total <= IMPORT_TARGET_S else 'FAIL'}"
           f" (numpy alone {shares['numpy']:.3f} s, ember's core with numpy on first use {loaded:.3f} s;"
-          f" ember.tune on top of ember: {over_core * 1000:+.0f} ms wall (a difference of two noisy timings), its own modules {own * 1000:.1f} ms by -X importtime)")
+          f" ember.tune on top of ember: {over_core * 1000:+.0f} ms wall (a difference of two noisy timings),"
+          f" its own modules {own * 1000:.1f} ms by -X importtime)")
     ok &= total <= IMPORT_TARGET_S
     return 0 if ok else 1
 

@@ -143,7 +143,7 @@ def test_feature_dropout_inplace_keeps_shape(device):
     assert dropout1d(y, inplace=True) is y
 
 
-# -- alpha dropout ------------------------------------------------------------------------------------------------------
+# -- alpha dropout -----------------------------------------------------------------------------------------------------
 # SELU's constants (Klambauer et al. 2017); alpha_dropout sends dropped units to -scale * alpha
 _ALPHA, _SCALE = 1.6732632423543772, 1.0507009873554805
 

@@ -88,7 +88,7 @@ def test_errors():
             embedding(ember.tensor([1]), w, padding_idx=pad)
 
 
-# -- one_hot --------------------------------------------------------------------------------------------------------------
+# -- one_hot -----------------------------------------------------------------------------------------------------------
 def test_one_hot_matches_identity_rows(device):
     values = np.array([[1, 0], [3, 3]])
     out = one_hot(ember.tensor(values, device=device), num_classes=5)

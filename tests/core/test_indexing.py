@@ -137,8 +137,8 @@ def test_gather_scatter_values_match_numpy(device):
     np.put_along_axis(want, unique, src, 1)
     got = x.scatter(1, idx(device, unique), ember.tensor(src, device=device))
     np.testing.assert_array_equal(got.numpy(force=True), want)
-    added = ember.zeros(3, 4, dtype=ember.float64, device=device).scatter_add(1, i, ember.ones(3, 2, dtype=ember.float64,
-                                                                                               device=device))
+    added = ember.zeros(3, 4, dtype=ember.float64, device=device).scatter_add(
+        1, i, ember.ones(3, 2, dtype=ember.float64, device=device))
     np.testing.assert_array_equal(added.numpy(force=True), [[1, 0, 1, 0], [0, 2, 0, 0], [1, 0, 0, 1]])
     np.testing.assert_array_equal(x.index_select(1, idx(device, [3, 0, 3])).numpy(force=True), a[:, [3, 0, 3]])
     np.testing.assert_array_equal(

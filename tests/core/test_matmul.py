@@ -20,7 +20,8 @@ def t64(*shape, device, seed=0):
 def test_matmul_values_and_grad_fn(device, sa, sb, name):
     a, b = t64(*sa, device=device), t64(*sb, device=device, seed=1)
     out = a @ b
-    np.testing.assert_allclose(out.numpy(force=True), np.matmul(a.detach().numpy(force=True), b.detach().numpy(force=True)))
+    np.testing.assert_allclose(out.numpy(force=True),
+                               np.matmul(a.detach().numpy(force=True), b.detach().numpy(force=True)))
     assert out.grad_fn.name() == name
     assert out.device == a.device
 
@@ -51,7 +52,8 @@ def test_outer_inner_tensordot(device):
     a, b = t64(3, device=device), t64(4, device=device, seed=1)
     out = ember.outer(a, b)
     assert out.grad_fn.name() == "MulBackward0"
-    np.testing.assert_allclose(out.numpy(force=True), np.outer(a.detach().numpy(force=True), b.detach().numpy(force=True)))
+    np.testing.assert_allclose(out.numpy(force=True),
+                               np.outer(a.detach().numpy(force=True), b.detach().numpy(force=True)))
     check_grads(ember.outer, a, b)
     x, y = t64(2, 3, 4, device=device), t64(4, 5, 2, device=device, seed=1)
     nx, ny = x.detach().numpy(force=True), y.detach().numpy(force=True)
@@ -104,7 +106,8 @@ def test_dtype_errors(device):
     f, d = ember.ones(2, 2, device=device), ember.ones(2, 2, dtype=ember.float64, device=device)
     with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype, but got: float != double"):
         ember.mm(f, d)
-    with pytest.raises(RuntimeError, match="dot : expected both vectors to have same dtype, but found Float and Double"):
+    with pytest.raises(RuntimeError,
+                       match="dot : expected both vectors to have same dtype, but found Float and Double"):
         ember.dot(f.reshape(-1), d.reshape(-1))
     with pytest.raises(RuntimeError, match="both dimension lists should have same length"):
         ember.tensordot(f, f, dims=([0], [0, 1]))

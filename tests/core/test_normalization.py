@@ -151,8 +151,8 @@ def test_layer_norm_normalises_the_trailing_dims(lead, last):
 
 def test_layer_norm_errors():
     x = ember.randn(2, 3, 4)
-    with pytest.raises(RuntimeError, match=r"Given normalized_shape=\[3\], expected input with shape \[\*, 3\], but got "
-                                           r"input of size\[2, 3, 4\]"):
+    with pytest.raises(RuntimeError, match=r"Given normalized_shape=\[3\], expected input with shape \[\*, 3\], "
+                                           r"but got input of size\[2, 3, 4\]"):
         layer_norm(x, (3,))
     with pytest.raises(TypeError, match="'normalized_shape' .* must be tuple of ints, not int"):
         layer_norm(x, 4)

@@ -536,7 +536,7 @@ def test_in_place_fill_on_non_leaf_records_a_zero_gradient(call, name):
     np.testing.assert_array_equal(values(a.grad), [0.0, 0.0, 0.0])
 
 
-# -- properties ---------------------------------------------------------------------------------------------------------
+# -- properties --------------------------------------------------------------------------------------------------------
 shapes = st.lists(st.integers(0, 4), min_size=0, max_size=3).map(tuple)
 
 

@@ -233,7 +233,7 @@ def test_var_std_gradients(device):
         check_grads(fn, a, gradgrad=True)
 
 
-# -- logsumexp, norm (Tensor.norm is ember.linalg's; checked here as part of the reductions) ----------------------------------------------------------------------------------------------
+# -- logsumexp, norm (Tensor.norm is ember.linalg's; checked here as part of the reductions) ---------------------------
 def test_logsumexp(device):
     x = ember.tensor([[1000.0, 1000.0], [-float("inf"), -float("inf")]], dtype=ember.float64, device=device)
     out = x.logsumexp(1)

@@ -99,7 +99,7 @@ def test_detach_same_content_no_grad():
     same_print(x.eq(y).all(), "tensor(True)")
 
 
-# -- seeds/004: the autograd flow example -------------------------------------------------------------------------------
+# -- seeds/004: the autograd flow example ------------------------------------------------------------------------------
 
 def test_autograd_flow_example():
     a = ember.ones(2, 2)
@@ -135,7 +135,7 @@ def test_autograd_flow_example():
     node_print(out.grad_fn, "SumBackward0")
 
 
-# -- seeds/001: backward with an external gradient -----------------------------------------------------------------------
+# -- seeds/001: backward with an external gradient ---------------------------------------------------------------------
 
 def test_external_grad_example():
     a = ember.tensor([2.0, 3.0], requires_grad=True)
@@ -149,7 +149,7 @@ def test_external_grad_example():
     same_print(b.grad, "tensor([-12., -8.])")
 
 
-# -- seeds/000 and 003: tensor hooks, freezing, .data.fill_ ----------------------------------------------------------------
+# -- seeds/000 and 003: tensor hooks, freezing, .data.fill_ ------------------------------------------------------------
 
 def test_register_hook_and_backward_hooks_listing():
     # _backward_hooks is PyTorch's own attribute (like _version), read by the tutorial this seed reproduces

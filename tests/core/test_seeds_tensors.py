@@ -217,7 +217,7 @@ def test_seed_returns_a_fresh_seed():
     assert ember.initial_seed() == 5
 
 
-# -- seeds/000 2.5-2.8: pointwise, comparison, allclose, einsum ----------------------------------------------------------
+# -- seeds/000 2.5-2.8: pointwise, comparison, allclose, einsum --------------------------------------------------------
 
 def test_pointwise_sqrt_exp_pow():
     same_print(ember.sqrt(ember.tensor([4.0, 9.0])), "tensor([2., 3.])")

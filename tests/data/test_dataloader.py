@@ -26,7 +26,8 @@ def batches(loader):
 
 def test_defaults_are_pytorchs():
     loader = DataLoader(Echo(5))
-    assert (loader.batch_size, loader.num_workers, loader.pin_memory, loader.drop_last, loader.timeout) == (1, 0, False, False, 0)
+    assert (loader.batch_size, loader.num_workers, loader.pin_memory, loader.drop_last, loader.timeout) == \
+        (1, 0, False, False, 0)
     assert loader.prefetch_factor is None and loader.persistent_workers is False
     assert isinstance(loader.sampler, SequentialSampler) and isinstance(loader.batch_sampler, BatchSampler)
     assert loader.collate_fn is default_collate
@@ -34,7 +35,8 @@ def test_defaults_are_pytorchs():
     assert DataLoader(Echo(5), num_workers=2).prefetch_factor == 2
 
 
-@pytest.mark.parametrize("n, batch_size, drop_last", [(10, 3, False), (10, 3, True), (9, 3, False), (2, 5, False), (2, 5, True)])
+@pytest.mark.parametrize("n, batch_size, drop_last",
+                         [(10, 3, False), (10, 3, True), (9, 3, False), (2, 5, False), (2, 5, True)])
 def test_batch_size_drop_last_and_len(n, batch_size, drop_last):
     loader = DataLoader(Echo(n), batch_size=batch_size, drop_last=drop_last)
     got = batches(loader)
@@ -117,7 +119,8 @@ def test_iterable_dataset_batches_in_order_with_drop_last_and_len():
         def __len__(self):
             return self.end - self.start
 
-    assert len(DataLoader(Sized(0, 7), batch_size=3)) == 3 and len(DataLoader(Sized(0, 7), batch_size=3, drop_last=True)) == 2
+    assert len(DataLoader(Sized(0, 7), batch_size=3)) == 3
+    assert len(DataLoader(Sized(0, 7), batch_size=3, drop_last=True)) == 2
     with pytest.raises(TypeError):
         len(DataLoader(ShardedRange(0, 7), batch_size=3))
 
@@ -155,7 +158,8 @@ def test_iterable_datasets_refuse_sampling_options(name):
         DataLoader(ShardedRange(0, 3), **{name: value})
 
 
-@pytest.mark.parametrize("attr", ["batch_size", "sampler", "batch_sampler", "drop_last", "dataset", "persistent_workers"])
+@pytest.mark.parametrize("attr",
+                         ["batch_size", "sampler", "batch_sampler", "drop_last", "dataset", "persistent_workers"])
 def test_sampling_attributes_are_frozen_after_init(attr):
     loader = DataLoader(Echo(4))
     with pytest.raises(ValueError, match=f"{attr} attribute should not be set after DataLoader is initialized"):

@@ -94,7 +94,7 @@ def test_distributed_data_parallel_recipe_of_the_notes(csv_path):
     seen = []
     for rank in range(2):
         with pytest.warns(UserWarning, match="pin_memory"):
-            loader = DataLoader(ds, batch_size=5, shuffle=False, sampler=DistributedSampler(ds, num_replicas=2, rank=rank),
-                                pin_memory=True)
+            loader = DataLoader(ds, batch_size=5, shuffle=False,
+                                sampler=DistributedSampler(ds, num_replicas=2, rank=rank), pin_memory=True)
         seen.append([i for x, _ in loader for i in x[:, 0].tolist()])
     assert sorted(seen[0] + seen[1]) == [float(i) for i in range(10)] and set(seen[0]).isdisjoint(seen[1])

@@ -1,4 +1,5 @@
-"""Worker failures reach the main process: exceptions with tracebacks, dead workers, timeouts; nothing hangs or leaks."""
+"""Worker failures reach the main process: exceptions with tracebacks, dead workers, timeouts; nothing hangs or
+leaks."""
 from __future__ import annotations
 
 import gc
@@ -85,7 +86,8 @@ def test_a_failing_worker_init_fn_is_reported():
 def test_a_worker_that_dies_is_reported_within_seconds_with_its_id_and_exit_code(how, code, text):
     loader = DataLoader(DiesAt(20, bad=7, how=how), batch_size=2, num_workers=2)
     start = time.monotonic()
-    with pytest.raises(WorkerDiedError, match=f"DataLoader worker 1 \\(pid \\d+\\) exited unexpectedly with .*{text}") as info:
+    with pytest.raises(WorkerDiedError,
+                       match=f"DataLoader worker 1 \\(pid \\d+\\) exited unexpectedly with .*{text}") as info:
         list(loader)
     assert time.monotonic() - start < 5.0
     assert info.value.worker_id == 1 and info.value.exitcode == code
@@ -185,7 +187,8 @@ def test_workers_exit_when_the_main_process_is_killed(tmp_path):
         print(*[p.pid for p in multiprocessing.active_children()], flush=True)
         time.sleep(60)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script, os.path.dirname(__file__)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", script, os.path.dirname(__file__)],
+                            stdout=subprocess.PIPE, text=True)
     try:
         worker_pids = list(map(int, proc.stdout.readline().split()))
         proc.kill()

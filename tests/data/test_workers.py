@@ -151,7 +151,8 @@ def _set_numpy_seed(worker_id):
 def test_other_start_methods_with_a_tensor_dataset(method):
     ds = TensorDataset(ember.arange(10.0), ember.arange(10))
     ctx = multiprocessing.get_context(method) if method == "forkserver" else method  # a name or a context object
-    got = [(x.tolist(), y.tolist()) for x, y in DataLoader(ds, batch_size=5, num_workers=1, multiprocessing_context=ctx)]
+    loader = DataLoader(ds, batch_size=5, num_workers=1, multiprocessing_context=ctx)
+    got = [(x.tolist(), y.tolist()) for x, y in loader]
     assert got == [([0.0, 1.0, 2.0, 3.0, 4.0], [0, 1, 2, 3, 4]), ([5.0, 6.0, 7.0, 8.0, 9.0], [5, 6, 7, 8, 9])]
 
 

@@ -1,4 +1,5 @@
-"""What ember's own distributions (ember-nn, ember-data, ember-tune, ember-onnx) may use of ember-core beyond its public API.
+"""What ember's own distributions (ember-nn, ember-data, ember-tune, ember-onnx) may use of ember-core beyond its
+public API.
 
 Not for users: this is the one door through which ``ember.nn``, ``ember.optim``,
 ``ember.data`` and ``ember.tune`` reach core's internals, so that core can

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import collections
 
-__all__ = ["max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "aminmax", "linalg_qr", "linalg_eigh", "linalg_svd", "linalg_slogdet",
-           "make"]
+__all__ = ["max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "aminmax", "linalg_qr", "linalg_eigh",
+           "linalg_svd", "linalg_slogdet", "make"]
 
 
 def make(name: str, fields=("values", "indices")):

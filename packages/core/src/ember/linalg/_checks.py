@@ -30,7 +30,8 @@ def check_matrix(fn, A, square=True):
 
 def check_float(fn, A):
     if not A._dtype.is_floating_point:
-        raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got {A._dtype.scalar_type_name}")
+        raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. "
+                           f"Got {A._dtype.scalar_type_name}")
 
 
 def const(like, array):

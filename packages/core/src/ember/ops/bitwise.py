@@ -140,19 +140,22 @@ def _reflected(fn):
     return method
 
 
-bitwise_and = _public("bitwise_and", _bitwise(BitwiseAnd, "bitwise_and"), """Elementwise AND of bits (of truth values for bools).
+bitwise_and = _public(
+    "bitwise_and", _bitwise(BitwiseAnd, "bitwise_and"), """Elementwise AND of bits (of truth values for bools).
 
     >>> import ember
     >>> ember.bitwise_and(ember.tensor([12, 10]), 6)
     tensor([4, 2])
     """, ("__and__",))
-bitwise_or = _public("bitwise_or", _bitwise(BitwiseOr, "bitwise_or"), """Elementwise OR of bits (of truth values for bools).
+bitwise_or = _public(
+    "bitwise_or", _bitwise(BitwiseOr, "bitwise_or"), """Elementwise OR of bits (of truth values for bools).
 
     >>> import ember
     >>> ember.bitwise_or(ember.tensor([12, 10]), 1)
     tensor([13, 11])
     """, ("__or__",))
-bitwise_xor = _public("bitwise_xor", _bitwise(BitwiseXor, "bitwise_xor"), """Elementwise XOR of bits (of truth values for bools).
+bitwise_xor = _public(
+    "bitwise_xor", _bitwise(BitwiseXor, "bitwise_xor"), """Elementwise XOR of bits (of truth values for bools).
 
     >>> import ember
     >>> ember.bitwise_xor(ember.tensor([12, 10]), 6)

@@ -1,4 +1,5 @@
-"""Comparisons: ``eq``, ``ne``, ``gt``, ``ge``, ``lt``, ``le`` and their operators, ``isclose``, ``allclose``, ``equal``.
+"""Comparisons: ``eq``, ``ne``, ``gt``, ``ge``, ``lt``, ``le`` and their operators, ``isclose``, ``allclose``,
+``equal``.
 
 Comparisons broadcast, promote both sides to a common dtype first (so
 ``int_tensor == 1.5`` compares as floats) and return bool tensors.

@@ -280,7 +280,8 @@ def _arg(name, op):
     return fn
 
 
-argmax = _public("argmax", _arg("argmax", Argmax), """Index of the largest value (in the flattened tensor, or along ``dim``).
+argmax = _public(
+    "argmax", _arg("argmax", Argmax), """Index of the largest value (in the flattened tensor, or along ``dim``).
 
     >>> import ember
     >>> ember.tensor([[1, 5], [7, 2]]).argmax()
@@ -289,7 +290,8 @@ argmax = _public("argmax", _arg("argmax", Argmax), """Index of the largest value
     tensor([[1],
             [0]])
     """)
-argmin = _public("argmin", _arg("argmin", Argmin), """Index of the smallest value (in the flattened tensor, or along ``dim``).
+argmin = _public(
+    "argmin", _arg("argmin", Argmin), """Index of the smallest value (in the flattened tensor, or along ``dim``).
 
     >>> import ember
     >>> ember.tensor([[1, 5], [7, 2]]).argmin(dim=0)

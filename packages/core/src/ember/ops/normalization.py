@@ -334,8 +334,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
         raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
                            "element, but got normalized_shape = []")
     if input.ndim < k or list(input.shape[input.ndim - k:]) != shape:
-        raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape [*, {', '.join(map(str, shape))}]"
-                           f", but got input of size{list(input.shape)}")
+        raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
     for what, t in (("weight", weight), ("bias", bias)):
         if t is not None and list(t.shape) != shape:
             raise RuntimeError(f"Expected {what} to be of same shape as normalized_shape, but got {what} of shape "

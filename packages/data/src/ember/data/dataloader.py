@@ -68,7 +68,8 @@ class DataLoader:
         if num_workers > 0 and prefetch_factor is None:
             prefetch_factor = 2
         if prefetch_factor is not None and (not isinstance(prefetch_factor, int) or prefetch_factor < 1):
-            raise ValueError(f"prefetch_factor option should be a positive int, got prefetch_factor={prefetch_factor!r}")
+            raise ValueError("prefetch_factor option should be a positive int, "
+                             f"got prefetch_factor={prefetch_factor!r}")
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
 
@@ -103,7 +104,8 @@ class DataLoader:
 
         self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
         self.sampler, self.batch_sampler = sampler, batch_sampler
-        self.num_workers, self.prefetch_factor, self.persistent_workers = num_workers, prefetch_factor, persistent_workers
+        self.num_workers, self.prefetch_factor = num_workers, prefetch_factor
+        self.persistent_workers = persistent_workers
         self.collate_fn, self.pin_memory, self.pin_memory_device = collate_fn, pin_memory, pin_memory_device
         self.timeout, self.worker_init_fn, self.generator = timeout, worker_init_fn, generator
         self.multiprocessing_context = multiprocessing_context
