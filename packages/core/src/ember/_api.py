@@ -24,20 +24,38 @@ from . import (
 from ._device import device  # noqa: F401
 from ._dtype import *  # noqa: F401,F403
 from ._dtype import bool_  # noqa: F401
-from ._plugins import collect_claims, get_plugin_manager, hookimpl, list_backends, register_plugin, unregister_plugin  # noqa
+from ._plugins import (  # noqa: F401
+    collect_claims,
+    get_plugin_manager,
+    hookimpl,
+    list_backends,
+    register_plugin,
+    unregister_plugin,
+)
 from ._size import Size  # noqa: F401
 from ._tensor import Tensor, is_tensor  # noqa: F401
 from ._tensor_str import get_printoptions, printoptions, set_printoptions  # noqa: F401
-from .autograd import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled  # noqa: F401
+from .autograd import (  # noqa: F401
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .backends import cpu as _cpu  # noqa: F401
 from .errors import DeviceMismatchError, EmberError, PluginError, UnsupportedOpError  # noqa: F401
 from .linalg import det, inverse, slogdet  # noqa: F401
+from .linalg import tensor_norm as norm  # noqa: F401
 from .memory import *  # noqa: F401,F403
 from .ops import _common  # noqa: F401
 
 # the layers' ops (ember.nn.functional gathers them); at the top level only the names PyTorch has there with the
 # same signature (torch.batch_norm and torch.embedding take their arguments in another order than F's)
-from .ops import padding as _padding  # noqa
+from .ops import interpolate as _interpolate  # noqa: F401
+from .ops import loss as _loss  # noqa: F401
+from .ops import padding as _padding  # noqa: F401
+from .ops import recurrent as _recurrent  # noqa: F401
 from .ops.activation import *  # noqa: F401,F403
 from .ops.arith import *  # noqa: F401,F403
 from .ops.binary_float import *  # noqa: F401,F403
@@ -55,7 +73,13 @@ from .ops.matmul import *  # noqa: F401,F403
 from .ops.minmax import *  # noqa: F401,F403
 from .ops.normalization import group_norm, layer_norm  # noqa: F401
 from .ops.pointwise import *  # noqa: F401,F403
-from .ops.pooling import adaptive_avg_pool1d, adaptive_max_pool1d, avg_pool1d, max_pool1d, max_pool2d  # noqa
+from .ops.pooling import (  # noqa: F401
+    adaptive_avg_pool1d,
+    adaptive_max_pool1d,
+    avg_pool1d,
+    max_pool1d,
+    max_pool2d,
+)
 from .ops.predicates import *  # noqa: F401,F403
 from .ops.random_ops import *  # noqa: F401,F403
 from .ops.reduction import *  # noqa: F401,F403

@@ -95,6 +95,7 @@ def _ones(shape, *, dtype=None, device=None):
     return _full(shape, 1, dtype=dtype if dtype is not None else np.float64)
 
 
-for _name, _fn in (("full", _full), ("ones", _ones), ("sum", _sum), ("mean", _mean), ("broadcast_to", _broadcast_to), ("reshape", _reshape),
-                   ("permute_dims", _permute_dims), ("astype", _astype), ("max", _max), ("min", _min)):
+for _name, _fn in (("full", _full), ("ones", _ones), ("sum", _sum), ("mean", _mean), ("broadcast_to", _broadcast_to),
+                   ("reshape", _reshape), ("permute_dims", _permute_dims), ("astype", _astype), ("max", _max),
+                   ("min", _min)):
     setattr(xp, _name, _fn)
