@@ -15,16 +15,6 @@ from ember.ops.arith import Neg
 from .test_plugins import BackendPlugin, KernelPlugin, run_python
 
 
-@pytest.fixture
-def registered():
-    """``ember.register_plugin``, with whatever a test registered unregistered afterwards."""
-    before = set(_plugins.plugin_names())
-    yield ember.register_plugin
-    for name in set(_plugins.plugin_names()) - before:
-        ember.unregister_plugin(name)
-    assert set(_plugins.plugin_names()) == before
-
-
 def snapshot() -> tuple:
     """Everything the registry gives: plugin names, backends, each backend's kernels, ONNX lowerings."""
     backends = dict(_plugins.backends())

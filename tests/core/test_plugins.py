@@ -24,16 +24,6 @@ def run_python(source: str) -> subprocess.CompletedProcess:
                           timeout=TIMEOUT, stdin=subprocess.DEVNULL, env=dict(os.environ))
 
 
-@pytest.fixture
-def registered():
-    """Register plugins for one test and unregister whatever is left, so global state stays clean."""
-    before = set(_plugins.plugin_names())
-    yield ember.register_plugin
-    for name in set(_plugins.plugin_names()) - before:
-        ember.unregister_plugin(name)
-    assert set(_plugins.plugin_names()) == before
-
-
 class BackendPlugin:
     def __init__(self, *backends):
         self.backends = list(backends)
