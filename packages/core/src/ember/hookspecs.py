@@ -44,7 +44,9 @@ def ember_op_kernels(backend):
     Ops are written once against the array API (``backend.xp``); a backend
     overrides an op only where it has a better kernel. A kernel has the op's
     forward signature ``kernel(ctx, xp, *arrays, **attrs)`` and returns the
-    same arrays the default would; the op's backward is unchanged.
+    same arrays the default would; the op's backward is unchanged. ``op_name``
+    is the ``name_`` the op's class declares (``ember.autograd.function.OPS``
+    maps every name to its op).
 
     Example::
 
@@ -61,6 +63,7 @@ def ember_onnx_lowerings():
     """Return ``{op_name: lowering}``: how to write an op as ONNX nodes.
 
     A lowering is ``lowering(graph, node) -> list of output names``; it is used by
-    ``ember.onnx.export`` for the ops a traced model ran. Two plugins lowering
-    the same op is an error naming both.
+    ``ember.onnx.export`` (distribution ember-onnx) for the ops a traced model ran,
+    found by the op's ``name_``. Two plugins lowering the same op is an error
+    naming both.
     """
