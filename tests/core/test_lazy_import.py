@@ -1,5 +1,6 @@
 """``import ember`` is cheap: the core's names load on first use, so a sibling such as ember.tune imports
-without NumPy; a core submodule imported first still gets the core loaded in its own order, once."""
+without NumPy; a core submodule imported first imports what it needs itself (no import hook), and the core's
+names, loaded later, are the same objects."""
 import subprocess
 import sys
 import textwrap
@@ -27,7 +28,7 @@ def test_importing_a_sibling_does_not_load_the_core():
 
 @pytest.mark.parametrize("module", ["ember.autograd.function", "ember._tensor", "ember.ops.arith",
                                     "ember.serialization", "ember.backends.cpu", "ember._dtype"])
-def test_a_core_submodule_imported_first_loads_the_core_once(module):
+def test_a_core_submodule_imported_first_then_the_core_share_one_set_of_modules(module):
     out = run(f"""
         import sys
         import {module}
@@ -49,3 +50,14 @@ def test_names_from_ember_and_dir():
         print(Tensor.__name__, callable(no_grad), "tensor" in dir(ember), hasattr(ember, "no_such_name"))
     """)
     assert out.strip() == "Tensor True True False"
+
+
+def test_a_low_core_module_imported_first_loads_only_what_it_needs():
+    out = run("""
+        import sys
+        import ember._dtype, ember._plugins, ember.hookspecs
+        print("ember._api" in sys.modules, "ember.ops.arith" in sys.modules, "ember._tensor" in sys.modules)
+        import ember
+        print(ember.float32 is sys.modules["ember._dtype"].float32, "ember._api" in sys.modules)
+    """)
+    assert out.splitlines() == ["False False False", "True True"]
