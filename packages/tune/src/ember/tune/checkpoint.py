@@ -21,6 +21,8 @@ import math
 import os
 import shutil
 
+import ember  # cheap: the core loads when ember.save/ember.load are first used
+
 __all__ = ["Checkpoint", "CheckpointManager", "checkpoint_path", "write_checkpoint"]
 
 
@@ -62,7 +64,6 @@ class Checkpoint:
         if not os.path.exists(self.path):
             raise FileNotFoundError(f"checkpoint file {self.path!r} does not exist (was it deleted by "
                                     "CheckpointConfig(num_to_keep=...)?)")
-        import ember
         return ember.load(self.path)
 
     def __fspath__(self):
@@ -91,7 +92,6 @@ def write_checkpoint(checkpoint, trial_dir: str, iteration: int) -> Checkpoint:
     if isinstance(checkpoint, Checkpoint) and checkpoint._contents is not None:
         checkpoint = checkpoint._contents
     if isinstance(checkpoint, dict):
-        import ember
         ember.save(checkpoint, target)
     elif isinstance(checkpoint, Checkpoint):
         if os.path.abspath(checkpoint.path) != os.path.abspath(target):

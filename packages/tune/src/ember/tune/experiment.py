@@ -28,7 +28,9 @@ import secrets
 import time
 
 from . import registry
+from .checkpoint import Checkpoint, CheckpointManager, write_checkpoint
 from .journal import Journal, normalized
+from .results import ResultGrid
 from .schedulers.base import Decision
 from .searchers.base import FINISHED
 from .trial import Trial
@@ -203,7 +205,6 @@ class Experiment:
 
     def results(self):
         """The trials so far as a :class:`ember.tune.ResultGrid`."""
-        from .results import ResultGrid
         return ResultGrid.from_trials(self.trials, self.metric, self.mode, self.path)
 
     def close(self) -> None:
@@ -410,7 +411,6 @@ class Experiment:
     def _checkpoint_manager(self, trial: Trial):
         manager = self._checkpoints.get(trial.trial_id)
         if manager is None:
-            from .checkpoint import CheckpointManager
             cc = self.checkpoint_config
             manager = self._checkpoints[trial.trial_id] = CheckpointManager(
                 cc.num_to_keep, cc.checkpoint_score_attribute, cc.checkpoint_score_order)
@@ -468,7 +468,6 @@ class Experiment:
                 return os.fspath(checkpoint)
             raise ValueError("report: a checkpoint dict needs a folder to be saved in; create the Experiment "
                              "with storage_path, or pass the path of a checkpoint you saved")
-        from .checkpoint import Checkpoint, write_checkpoint
         if isinstance(checkpoint, (str, os.PathLike)) and not isinstance(checkpoint, Checkpoint):
             checkpoint = Checkpoint(checkpoint)
         if not isinstance(checkpoint, (dict, Checkpoint)):

@@ -20,6 +20,7 @@ import os
 
 from . import registry
 from .config import FailureConfig, RunConfig, TuneConfig
+from .executors.base import TrialRun
 from .experiment import Experiment, load_components, save_components
 
 #: the Tuner's own settings, pickled next to the experiment's for :meth:`Tuner.restore`
@@ -153,7 +154,6 @@ class Tuner:
 
 def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int | None, reporter) -> None:
     """The Tuner's loop: start trials while slots are free, answer their events, until all is done."""
-    from .executors.base import TrialRun
     running: set = set()
     started: set = set()
     may_ask = True  # False after ask() gave nothing, until an event changes the state

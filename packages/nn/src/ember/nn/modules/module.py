@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+import ember
 from ember import Tensor, no_grad
 from ember._sibling_api import parse_to, share_storage
 
@@ -427,23 +428,19 @@ class Module(StateDictMixin, HooksMixin):
 
     def float(self) -> "Module":
         """Floating-point parameters and buffers to float32."""
-        from ember import float32
-        return self._cast_floats(float32)
+        return self._cast_floats(ember.float32)
 
     def double(self) -> "Module":
         """Floating-point parameters and buffers to float64."""
-        from ember import float64
-        return self._cast_floats(float64)
+        return self._cast_floats(ember.float64)
 
     def half(self) -> "Module":
         """Floating-point parameters and buffers to float16."""
-        from ember import float16
-        return self._cast_floats(float16)
+        return self._cast_floats(ember.float16)
 
     def bfloat16(self) -> "Module":
         """Floating-point parameters and buffers to bfloat16."""
-        from ember import bfloat16
-        return self._cast_floats(bfloat16)
+        return self._cast_floats(ember.bfloat16)
 
     # -- printing --------------------------------------------------------------------------------------------
     def _get_name(self) -> str:
