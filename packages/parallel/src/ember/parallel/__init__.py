@@ -1,0 +1,1 @@
+"""ember.parallel: DataParallel, model and pipeline parallelism."""
