@@ -1,1 +1,21 @@
-"""ember.parallel: DataParallel, model and pipeline parallelism."""
+"""ember.parallel: DataParallel, model and pipeline parallelism in one process, with ``torch.nn.parallel``'s names.
+
+- :class:`DataParallel`: a batch scattered over devices, the module replicated, replicas run in threads, the
+  outputs gathered; also ``ember.nn.DataParallel``. Its pieces are functions too: :func:`scatter`,
+  :func:`scatter_kwargs`, :func:`gather`, :func:`replicate`, :func:`parallel_apply`.
+
+Without GPUs, the CPU backend's logical devices stand in for them (``EMBER_CPU_DEVICES=2`` or
+``ember.backends.cpu.set_device_count(2)`` gives ``cpu:0`` and ``cpu:1``).
+
+>>> import ember
+>>> from ember import nn, parallel
+>>> ember.backends.cpu.set_device_count(2)
+>>> parallel.DataParallel(nn.Linear(2, 2), device_ids=["cpu:0", "cpu:1"])(ember.ones(4, 2)).shape
+ember.Size([4, 2])
+"""
+from .data_parallel import DataParallel
+from .parallel_apply import parallel_apply
+from .replicate import replicate
+from .scatter_gather import gather, scatter, scatter_kwargs
+
+__all__ = ["DataParallel", "scatter", "scatter_kwargs", "gather", "replicate", "parallel_apply"]

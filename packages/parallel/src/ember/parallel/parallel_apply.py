@@ -1,0 +1,90 @@
+"""``parallel_apply(modules, inputs)``: call each module on its own inputs, one thread per module.
+
+NumPy releases the GIL inside its kernels (BLAS, convolutions), so replicas on the CPU's logical devices
+do compute at the same time. Each thread runs with the caller's grad mode (``no_grad`` and ``inference_mode``
+are per thread). An exception in a replica is raised again in the caller, naming the replica and its device.
+
+>>> import ember
+>>> from ember import nn
+>>> from ember.parallel import parallel_apply
+>>> double = nn.Linear(1, 1, bias=False)
+>>> _ = nn.init.constant_(double.weight, 2.0)
+>>> [y.tolist() for y in parallel_apply([double, double], [ember.ones(1, 1), ember.zeros(1, 1)])]
+[[[2.0]], [[0.0]]]
+"""
+from __future__ import annotations
+
+import threading
+
+import ember
+
+__all__ = ["parallel_apply"]
+
+
+def _device_of(inputs):
+    """The device of the first tensor found in ``inputs`` (for error messages), or None."""
+    if isinstance(inputs, ember.Tensor):
+        return inputs.device
+    items = inputs.values() if isinstance(inputs, dict) else inputs if isinstance(inputs, (list, tuple)) else ()
+    for item in items:
+        found = _device_of(item)
+        if found is not None:
+            return found
+    return None
+
+
+def _reraise(index: int, device, exc: BaseException):
+    where = f"replica {index}" + (f" on device {device}" if device is not None else "")
+    message = f"Caught {type(exc).__name__} in {where}: {exc}"
+    try:
+        wrapped = type(exc)(message)
+    except Exception:  # an exception class whose constructor wants other arguments
+        wrapped = RuntimeError(message)
+    raise wrapped from exc
+
+
+def parallel_apply(modules, inputs, kwargs_tup=None, devices=None):
+    """``[modules[i](*inputs[i], **kwargs_tup[i]) for i ...]``, computed in parallel threads.
+
+    ``inputs[i]`` is a tuple of arguments (a single tensor is taken as one argument); ``kwargs_tup`` defaults
+    to no keyword arguments; ``devices`` (optional) names each replica's device in error messages.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> from ember.parallel import parallel_apply
+    >>> len(parallel_apply([nn.ReLU(), nn.Tanh()], [(ember.ones(2),), (ember.zeros(2),)]))
+    2
+    """
+    modules, inputs = list(modules), list(inputs)
+    if len(modules) != len(inputs):
+        raise ValueError(f"parallel_apply() needs one input per module, got {len(modules)} modules and "
+                         f"{len(inputs)} inputs")
+    kwargs_tup = [{}] * len(modules) if kwargs_tup is None else list(kwargs_tup)
+    if len(kwargs_tup) != len(modules):
+        raise ValueError(f"parallel_apply() needs one kwargs dict per module, got {len(modules)} modules and "
+                         f"{len(kwargs_tup)} kwargs dicts")
+    devices = [None] * len(modules) if devices is None else list(devices)
+    grad_enabled, inference = ember.is_grad_enabled(), ember.is_inference_mode_enabled()
+    results: list = [None] * len(modules)
+    failures: list = [None] * len(modules)
+
+    def worker(i):
+        args = inputs[i] if isinstance(inputs[i], (list, tuple)) else (inputs[i],)
+        try:
+            with ember.inference_mode() if inference else ember.set_grad_enabled(grad_enabled):
+                results[i] = modules[i](*args, **kwargs_tup[i])
+        except Exception as exc:  # handed to the caller's thread below
+            failures[i] = exc
+
+    if len(modules) > 1:
+        threads = [threading.Thread(target=worker, args=(i,), name=f"ember-replica-{i}") for i in range(len(modules))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    elif modules:
+        worker(0)
+    for i, exc in enumerate(failures):
+        if exc is not None:
+            _reraise(i, devices[i] if devices[i] is not None else _device_of(inputs[i]), exc)
+    return results
