@@ -3,6 +3,10 @@
 - :class:`DataParallel`: a batch scattered over devices, the module replicated, replicas run in threads, the
   outputs gathered; also ``ember.nn.DataParallel``. Its pieces are functions too: :func:`scatter`,
   :func:`scatter_kwargs`, :func:`gather`, :func:`replicate`, :func:`parallel_apply`.
+- :class:`Pipe`: an ``nn.Sequential`` cut into stages on devices, micro-batches flowing through them on GPipe's
+  schedule (stages in threads), optional activation checkpointing.
+- Model parallelism needs nothing from here: put the parts of a module on devices and call ``.to(device)`` in
+  ``forward``; autograd carries the gradients back (``examples/model_parallel_resnet50.py``).
 
 Without GPUs, the CPU backend's logical devices stand in for them (``EMBER_CPU_DEVICES=2`` or
 ``ember.backends.cpu.set_device_count(2)`` gives ``cpu:0`` and ``cpu:1``).
@@ -15,7 +19,8 @@ ember.Size([4, 2])
 """
 from .data_parallel import DataParallel
 from .parallel_apply import parallel_apply
+from .pipe import Pipe
 from .replicate import replicate
 from .scatter_gather import gather, scatter, scatter_kwargs
 
-__all__ = ["DataParallel", "scatter", "scatter_kwargs", "gather", "replicate", "parallel_apply"]
+__all__ = ["DataParallel", "Pipe", "scatter", "scatter_kwargs", "gather", "replicate", "parallel_apply"]

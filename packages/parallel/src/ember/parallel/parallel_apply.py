@@ -18,6 +18,8 @@ import threading
 
 import ember
 
+from ._errors import reraise
+
 __all__ = ["parallel_apply"]
 
 
@@ -31,16 +33,6 @@ def _device_of(inputs):
         if found is not None:
             return found
     return None
-
-
-def _reraise(index: int, device, exc: BaseException):
-    where = f"replica {index}" + (f" on device {device}" if device is not None else "")
-    message = f"Caught {type(exc).__name__} in {where}: {exc}"
-    try:
-        wrapped = type(exc)(message)
-    except Exception:  # an exception class whose constructor wants other arguments
-        wrapped = RuntimeError(message)
-    raise wrapped from exc
 
 
 def parallel_apply(modules, inputs, kwargs_tup=None, devices=None):
@@ -86,5 +78,6 @@ def parallel_apply(modules, inputs, kwargs_tup=None, devices=None):
         worker(0)
     for i, exc in enumerate(failures):
         if exc is not None:
-            _reraise(i, devices[i] if devices[i] is not None else _device_of(inputs[i]), exc)
+            device = devices[i] if devices[i] is not None else _device_of(inputs[i])
+            reraise(f"replica {i}" + (f" on device {device}" if device is not None else ""), exc)
     return results
