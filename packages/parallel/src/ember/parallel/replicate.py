@@ -36,7 +36,7 @@ def _shallow_copy(module: Module) -> Module:
     """A new instance of ``module``'s class sharing its attributes, with registries of its own to fill."""
     replica = module.__new__(type(module))
     state = module.__dict__.copy()
-    state.update(_parameters={}, _buffers=dict(module._buffers), _modules=dict(module._modules), _is_replica=True)
+    state.update(_parameters={}, _buffers=dict(module._buffers), _modules=dict(module._modules))
     object.__setattr__(replica, "__dict__", state)
     return replica
 
