@@ -3,8 +3,9 @@
 Each call scatters the inputs along ``dim`` over ``device_ids``, replicates the module onto those devices
 (:func:`~ember.parallel.replicate`), runs the replicas in threads (:func:`~ember.parallel.parallel_apply`) and
 gathers the outputs on ``output_device``. Everything is differentiable, so ``loss.backward()`` on the gathered
-output accumulates into the original module's parameters exactly the gradients single-device training would
-give ("the rest is the same as a normal model").
+output accumulates into the original module's parameters the gradients single-device training would give ("the
+rest is the same as a normal model"); only layers that use batch statistics (BatchNorm in training mode) differ,
+since each replica normalises its own slice of the batch, as in PyTorch.
 """
 from __future__ import annotations
 
