@@ -117,7 +117,7 @@ def gather(outputs, target_device, dim=0):
                 raise ValueError("All dicts must have the same number of keys")
             return type(out)((k, gather_map([d[k] for d in outs])) for k in out)
         if _is_namedtuple(out):
-            return type(out)._make(map(gather_map, zip(*outs)))
+            return type(out)(*map(gather_map, zip(*outs)))
         return type(out)(map(gather_map, zip(*outs)))
 
     return gather_map(outputs)
