@@ -47,7 +47,7 @@ class Tensor:
     _vv = 0               # version at which a view's history was last set
     _hooks = None
     _post_acc_hooks = None
-    _grad_acc = None      # this leaf's AccumulateGrad node (which refers back to it weakly)
+    _grad_acc = None      # weak reference to this leaf's AccumulateGrad node (which holds the leaf)
     _pinned = False       # set on a tensor that ``pin_memory()`` made in page-locked host memory
 
     def __new__(cls, *args, device=None):

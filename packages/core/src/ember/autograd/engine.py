@@ -121,9 +121,9 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 if nxt is None or g is None:
                     continue
                 if type(nxt) is AccumulateGrad:
-                    leaf = nxt._ref()
-                    if leaf is not None and g._dtype is not leaf._dtype:
-                        g = g.to(leaf._dtype)  # as PyTorch's engine: grads match their input's dtype
+                    leaf_dtype = nxt.variable._dtype
+                    if g._dtype is not leaf_dtype:
+                        g = g.to(leaf_dtype)  # as PyTorch's engine: grads match their input's dtype
                 buf = buffers.get(nxt)
                 if buf is None:
                     meta = nxt._out_meta
