@@ -317,6 +317,60 @@ def test_create_graph_cycle_through_the_grad_is_collected():
     assert leaf() is None
 
 
+# -- when post-accumulate-grad hooks fire: as soon as the leaf's gradient is complete, as PyTorch's engine -----
+
+def _three_layer_step(ws, events):
+    h = ember.ones(2)
+    for i, w in enumerate(ws):
+        h = (h * w).tanh()
+        h.register_hook(lambda g, i=i: events.append(f"layer{i}"))
+    loss = h.sum()
+    loss.backward()
+    return loss
+
+
+def test_post_accumulate_grad_hooks_fire_during_backward_while_the_last_steps_graph_is_alive():
+    # a training loop keeps the last step's loss (so its graph and its AccumulateGrad nodes) while the next
+    # forward runs; each leaf's hook must still fire as soon as its layer is done (what DDP's buckets rely on)
+    ws = [ember.ones(2, requires_grad=True) for _ in range(3)]
+    events = []
+    for i, w in enumerate(ws):
+        w.register_post_accumulate_grad_hook(lambda t, i=i: events.append(f"acc{i}"))
+    loss = None
+    for _ in range(3):
+        events.clear()
+        loss = _three_layer_step(ws, events)  # noqa: F841 (the name keeps the graph alive into the next step)
+        assert events == ["layer2", "acc2", "layer1", "acc1", "layer0", "acc0"]  # PyTorch 2.13's order
+
+
+def test_post_accumulate_grad_hook_fires_once_per_backward_with_graphs_in_flight():
+    # a 1F1B-like schedule: forwards and backwards of micro-batches interleave, the leaf used twice in each;
+    # gradients printed by PyTorch 2.13
+    w = ember.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    w.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.tolist()))
+
+    def loss(k):
+        return ((ember.ones(2) * k * w).tanh() * w).sum()
+
+    l1, l2 = loss(1), loss(2)
+    l1.backward()
+    l3 = loss(3)
+    l2.backward()
+    l3.backward()
+    np.testing.assert_allclose(seen, [[1.181569, 1.105329], [2.286898, 2.110022], [3.31155, 3.110157]], atol=1e-6)
+
+
+def test_post_accumulate_grad_hook_waits_for_every_path_to_the_leaf():
+    w = ember.ones(2, requires_grad=True)
+    seen = []
+    w.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.tolist()))
+    a = w * 2
+    b = (w * 3).exp().log()  # a longer path, made later: its nodes run first
+    (a + b + w).sum().backward()
+    assert seen == [[6.0, 6.0]]
+
+
 # -- graph-node hooks ------------------------------------------------------------------------------------------
 
 def test_node_post_hook_sees_inputs_and_outputs_and_can_replace():
