@@ -18,6 +18,8 @@ rank 1: all_reduce (operation #7 on this group) of a float32 tensor of shape (5,
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._errors import DistError
@@ -29,8 +31,9 @@ __all__ = ["record", "check", "describe", "tensor_fields", "describe_tensor", "O
 OPERATIONS = ("barrier", "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
               "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single", "new_group")
 _DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
-_OP, _SEQ, _DTYPE, _ROOT, _REDOP, _NDIM, _DIMS, _NUMEL, _HASH, _SPLITS = 0, 1, 2, 3, 4, 5, 6, 14, 15, 16
+_OP, _SEQ, _ROOT, _REDOP, _DTYPE, _NDIM, _DIMS, _NUMEL, _HASH, _SPLITS = 0, 1, 2, 3, 4, 5, 6, 14, 15, 16
 _MAX_DIMS = _NUMEL - _DIMS
+_ALL_TO_ALL = OPERATIONS.index("all_to_all_single")
 
 #: what must agree across ranks besides the operation, its number, the dtype, the root and the reduce op
 SAME_SHAPE, SAME_ROW, ANY_SHAPE = "the same shape and dtype", "the same dtype and size of dimension 1 onwards", ""
@@ -40,15 +43,24 @@ def record(size: int, operation: str, seq: int, *, dtype: str | None = None, sha
            op: int = -1, splits=None) -> np.ndarray:
     """The metadata record of one rank entering ``operation`` on a group of ``size`` ranks; ``splits`` (for
     all_to_all_single) is ``(input_splits, output_splits)``."""
+    shape = None if shape is None else tuple(shape)
+    rec = np.frombuffer(bytearray(_template(size, operation, dtype, shape, root, op)), dtype=np.int64)
+    rec[_SEQ] = seq
+    if splits is not None:
+        rec[_SPLITS:_SPLITS + size], rec[_SPLITS + size:] = splits
+    return rec
+
+
+@functools.lru_cache(maxsize=1024)
+def _template(size, operation, dtype, shape, root, op) -> bytes:
+    """The bytes of a record without its operation number (collectives repeat on the same tensors: cached)."""
     rec = np.zeros(_SPLITS + 2 * size, dtype=np.int64)
-    rec[_OP], rec[_SEQ], rec[_ROOT], rec[_REDOP] = OPERATIONS.index(operation), seq, root, op
+    rec[_OP], rec[_ROOT], rec[_REDOP] = OPERATIONS.index(operation), root, op
     if shape is None:
         rec[_DTYPE], rec[_NDIM] = -1, -1
     else:
         rec[_DTYPE:_HASH + 1] = tensor_fields(dtype, shape)
-    if splits is not None:
-        rec[_SPLITS:_SPLITS + size], rec[_SPLITS + size:] = splits
-    return rec
+    return rec.tobytes()
 
 
 def describe(rec: np.ndarray) -> str:
@@ -86,21 +98,20 @@ def describe_tensor(fields: np.ndarray) -> str:
 
 def check(records: np.ndarray, ranks: list[int], what: str) -> None:
     """Raise :class:`~ember.distributed.DistError` unless the records (one row per group rank; ``ranks`` their
-    global ranks) agree on the operation, its number, the dtype, the root, the reduce op and ``what`` (one of
-    :data:`SAME_SHAPE`, :data:`SAME_ROW`, :data:`ANY_SHAPE`); for all_to_all_single, rank i's input split j must
-    equal rank j's output split i."""
+    global ranks) agree on the operation, its number, the dtype, the root, the reduce op and the shape (``what``
+    words that for the message: :data:`SAME_SHAPE`, :data:`SAME_ROW`, :data:`ANY_SHAPE`); for all_to_all_single,
+    rank i's input split j must equal rank j's output split i."""
     n = len(ranks)
-    fields = [_OP, _SEQ, _DTYPE, _ROOT, _REDOP]
-    if what:  # all_to_all_single's record carries the shape of one row; new_group's the list of ranks
-        fields += list(range(_NDIM, _HASH + 1))
-    differ = (records[:, fields] != records[0, fields]).any(axis=1)
-    name = OPERATIONS[records[0, _OP]]
-    if differ.any():
-        odd = [0] + [int(i) for i in np.flatnonzero(differ)]
+    raw, row = records.tobytes(), records.shape[1] * 8
+    first = raw[:_SPLITS * 8]  # a barrier's records carry no shape; all_to_all_single's that of one row
+    odd = [i for i in range(1, n) if raw[i * row:i * row + _SPLITS * 8] != first]
+    if odd:
+        name = OPERATIONS[records[0, _OP]]
+        odd = [0] + odd
         details = "; ".join(f"rank {ranks[i]}: {describe(records[i])}" for i in odd[:8])
         must = f" (every rank must pass a tensor of {what})" if what else ""
         raise DistError(f"{name}: the ranks' arguments disagree{must}: {details}")
-    if records[0, _OP] == OPERATIONS.index("all_to_all_single"):
+    if records[0, _OP] == _ALL_TO_ALL:
         sent = records[:, _SPLITS:_SPLITS + n]  # sent[i, j]: rows rank i sends rank j
         received = records[:, _SPLITS + n:]     # received[j, i]: rows rank j expects from rank i
         bad = np.argwhere(sent != received.T)
