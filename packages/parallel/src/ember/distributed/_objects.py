@@ -6,7 +6,7 @@ Objects travel pickled, as in PyTorch: only use them between the processes of on
 >>> import ember.distributed as dist                                    # doctest: +SKIP
 >>> dist.init_process_group()                                           # doctest: +SKIP
 >>> found = [None] * dist.get_world_size()                              # doctest: +SKIP
->>> dist.all_gather_object(found, {"rank": dist.get_rank()}); found     # doctest: +SKIP (2 ranks)
+>>> dist.all_gather_object(found, {"rank": dist.get_rank()}); found     # doctest: +SKIP
 [{'rank': 0}, {'rank': 1}]
 """
 from __future__ import annotations

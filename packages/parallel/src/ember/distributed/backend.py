@@ -8,7 +8,7 @@ only all ranks together can (that their tensors agree), honours the group's time
 
 >>> from ember.distributed.backend import Backend, Work
 >>> sorted(name for name in vars(Backend) if not name.startswith("_"))[:4]
-['all_gather', 'all_gather_into_tensor', 'all_reduce', 'all_to_all_single']
+['abort', 'all_gather', 'all_gather_into_tensor', 'all_reduce']
 """
 from __future__ import annotations
 
