@@ -10,7 +10,7 @@ long enough (``--sample-ms``) to average the clock's noise; both ops sum in plac
 (``bytes / time * 2 (n - 1) / n``, as nccl-tests define it) of each, and their ratio ember/raw (1.0: as fast as
 raw MPI). ember's own work per call (argument checks, the ranks' metadata exchange that catches tensors that
 disagree and names missing ranks, nonblocking polling for the timeout) costs a fixed few microseconds, which shows
-at small sizes only.
+at small sizes only; the first line gives the metadata round's cost alone (``dist.barrier`` is just that round).
 """
 from __future__ import annotations
 
@@ -51,8 +51,13 @@ def _worker(args) -> None:
     rank, n = dist.get_rank(), dist.get_world_size()
     comm = MPI.COMM_WORLD
     dtype = getattr(ember, args.dtype)
+    rounds = comm.bcast(max(1, int(args.sample_ms / 1000 / max(_time(dist.barrier, 3, comm.Barrier), 1e-7))))
+    barrier = statistics.median(_time(dist.barrier, rounds, comm.Barrier) for _ in range(args.samples))
+    raw_barrier = statistics.median(_time(comm.Barrier, rounds, comm.Barrier) for _ in range(args.samples))
     if rank == 0:
         print(f"all_reduce (SUM, in place) of {args.dtype} on {n} ranks; medians of {args.samples} samples each")
+        print(f"ember's metadata round alone (dist.barrier): {barrier * 1e6:.1f} us; MPI's Barrier: "
+              f"{raw_barrier * 1e6:.1f} us")
         print(f"{'size':>9} {'ember us':>10} {'raw us':>10} {'ember GB/s':>11} {'raw GB/s':>9} {'ratio':>6}")
     for kb in _SIZES_KB:
         if kb > args.max_mb * 1024:
