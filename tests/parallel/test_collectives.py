@@ -96,6 +96,21 @@ h = ember.full((1000,), float(r + 1))
 work = dist.all_reduce(h, async_op=True)
 assert work.wait() is True and work.is_completed() and work.is_success() and work.exception() is None
 keep("out/async", h)
+# a wait() shorter than the operation raises and leaves it going; it finishes when the message comes
+late = ember.zeros(2)
+if r == 0:
+    pending = dist.irecv(late, src=1, tag=99)
+    try:
+        pending.wait(timeout=datetime.timedelta(milliseconds=200))
+    except dist.DistBackendError as exc:
+        saved["out/wait_timeout"] = np.array("wait() timed out" in str(exc) and "rank 1 sent nothing" in str(exc))
+    saved["out/pending_then"] = np.array(pending.is_completed())
+dist.barrier()
+if r == 1:
+    dist.send(ember.ones(2), dst=0, tag=99)
+elif r == 0:
+    pending.wait()
+    saved["out/pending_done"] = np.array(pending.is_completed() and late.tolist() == [1.0, 1.0])
 # subgroup of the first and last rank: src is a global rank
 pair = dist.new_group([0, n - 1])
 sub = ember.full((2,), float(r + 1))
@@ -170,6 +185,7 @@ def test_every_collective_matches_numpy_on_the_gathered_inputs(tmp_path, n):
         assert bool(rk["out/pair_none"]) == (not in_pair)  # a rank outside the group gets None
         assert rk["out/objects_ok"] and rk["out/bcast_objects_ok"]
     np.testing.assert_array_equal(ranks[1]["out/gather"], xs)
+    assert ranks[0]["out/wait_timeout"] and not ranks[0]["out/pending_then"] and ranks[0]["out/pending_done"]
 
 
 MISMATCHES = """

@@ -214,3 +214,24 @@ def test_a_rank_that_raises_ends_the_job_at_once_with_its_traceback(tmp_path):
     assert done.returncode != 0
     assert "[rank 1] Traceback (most recent call last):" in done.stderr
     assert "[rank 1] ValueError: boom on purpose" in done.stderr
+
+
+LATE = """
+import datetime, time
+import ember.distributed as dist
+from ember.distributed.backends._mpi_import import MPI, start
+
+start()
+if MPI.COMM_WORLD.Get_rank() == 2:
+    time.sleep(60)  # never calls init_process_group in time
+dist.init_process_group(timeout=datetime.timedelta(seconds=2))
+"""
+
+
+def test_init_process_group_names_the_rank_that_never_calls_it_and_ends_the_job(tmp_path):
+    start = time.monotonic()
+    done = run_mpmd([{}, {}, {}], LATE, tmp_path)
+    assert time.monotonic() - start < 2 + 8
+    assert done.returncode != 0
+    assert ("init_process_group timed out after 2 s (the group's timeout): rank 2 of MPI's COMM_WORLD did not arrive"
+            in done.stderr), done.stderr

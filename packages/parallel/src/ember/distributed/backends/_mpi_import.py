@@ -13,7 +13,10 @@ import mpi4py
 mpi4py.rc.initialize = False  # importing mpi4py.MPI would otherwise call MPI_Init
 from mpi4py import MPI  # noqa: E402
 
-__all__ = ["MPI", "start"]
+__all__ = ["MPI", "start", "abandon"]
+
+#: set when an operation was abandoned half-way (timed out): MPI_Finalize would wait for it forever
+_abandoned = []
 
 
 def start() -> None:
@@ -25,6 +28,12 @@ def start() -> None:
         atexit.register(_finalize)
 
 
+def abandon() -> None:
+    """Say that an operation was abandoned half-way: at exit, MPI is then not finalized (which would wait for the
+    operation forever); the process just ends, and mpiexec ends the job."""
+    _abandoned.append(True)
+
+
 def _finalize() -> None:
-    if MPI.Is_initialized() and not MPI.Is_finalized():
+    if MPI.Is_initialized() and not MPI.Is_finalized() and not _abandoned:
         MPI.Finalize()

@@ -29,7 +29,7 @@ __all__ = ["record", "check", "describe", "tensor_fields", "describe_tensor", "O
            "ANY_SHAPE"]
 
 OPERATIONS = ("barrier", "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
-              "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single", "new_group")
+              "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single", "new_group", "init_process_group")
 _DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
 _OP, _SEQ, _ROOT, _REDOP, _DTYPE, _NDIM, _DIMS, _NUMEL, _HASH, _SPLITS = 0, 1, 2, 3, 4, 5, 6, 14, 15, 16
 _MAX_DIMS = _NUMEL - _DIMS

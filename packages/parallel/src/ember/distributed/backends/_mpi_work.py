@@ -13,7 +13,7 @@ import time
 
 from .._errors import DistBackendError
 from ..backend import Work
-from ._mpi_import import MPI
+from ._mpi_import import MPI, abandon
 
 __all__ = ["MPIWork", "Pending"]
 
@@ -107,6 +107,7 @@ class MPIWork(Work):
                                      f"(the group's timeout): {self._pending.missing()}")
             self._finished, self._error = True, error
             self._backend.broken = str(error)
+            abandon()
             raise error
         raise DistBackendError(f"[rank {rank}] {self._description}: wait() timed out after {waited:.3g} s; the "
                                f"operation goes on: {self._pending.missing()}")

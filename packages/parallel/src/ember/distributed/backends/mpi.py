@@ -20,6 +20,7 @@ import ember
 from ember import _sibling_api as core
 
 from .._errors import DistBackendError, DistError
+from .._failure import install_failure_handler
 from .._reduce_op import ReduceOp
 from ..backend import Backend
 from . import _mpi_meta as meta
@@ -50,20 +51,48 @@ def create(rank: int, world_size: int, timeout) -> MPIBackend:
     start()
     world = MPI.COMM_WORLD
     mpi_rank, mpi_size = world.Get_rank(), world.Get_size()
+    # init_process_group installs it too, for every backend; here it already covers the ranks' meeting below
+    install_failure_handler(mpi_rank, lambda code: MPI.COMM_WORLD.Abort(code))
     for what, given, actual in (("rank", rank, mpi_rank), ("world_size", world_size, mpi_size)):
         if given != -1 and given != actual:
             raise ValueError(f"init_process_group: {what}={given} was given (or set by the launcher in the "
                              f"environment), but MPI says this process is rank {mpi_rank} of {mpi_size}; start the "
                              "processes with mpiexec or ember-run, which agree with MPI")
+    made = []
+    MPIWork(_Bootstrap(mpi_rank, timeout), "init_process_group", _duplicate(world, made)).wait()
+    return MPIBackend(made[0], list(range(mpi_size)), timeout, "the default group")
+
+
+def _duplicate(world, made):
+    """The steps of init_process_group: the ranks meet on COMM_WORLD (a tag users are unlikely to take: MPI's
+    largest), so that a timeout names the missing ones, then duplicate it into ``made``."""
+    size, rank, ranks = world.Get_size(), world.Get_rank(), list(range(world.Get_size()))
+    record = meta.record(size, "init_process_group", 0)
+    records, pending = _arrival(world, world.Get_attr(MPI.TAG_UB), record, size, rank, ranks, "MPI's COMM_WORLD",
+                                "init_process_group")
+    yield pending
+    meta.check(records, ranks, meta.ANY_SHAPE)
     comm, request = world.Idup()
-    work = MPIWork(_Bootstrap(mpi_rank, timeout), "init_process_group", _wait_for(request, mpi_size))
-    work.wait()
-    return MPIBackend(comm, list(range(mpi_size)), timeout, "the default group")
-
-
-def _wait_for(request, size):
-    yield Pending([request], lambda: f"not all {size} processes of MPI's COMM_WORLD called init_process_group",
+    yield Pending([request], lambda: "every rank arrived, but duplicating MPI's COMM_WORLD did not complete",
                   arrival=True)
+    made.append(comm)
+
+
+def _arrival(comm, tag, record, size, me, ranks, label, operation):
+    """Send ``record`` to every other rank of ``comm`` and receive theirs: ``(records, Pending)``, one row per rank;
+    the phase's ``missing()`` names (by global rank, from ``ranks``) those whose record has not come."""
+    records = np.empty((size, len(record)), dtype=np.int64)
+    records[me] = record
+    peers = [r for r in range(size) if r != me]
+    receives = [comm.Irecv(records[r], source=r, tag=tag) for r in peers]
+    sends = [comm.Isend(record, dest=r, tag=tag) for r in peers]
+
+    def missing():
+        absent = [ranks[r] for r, req in zip(peers, receives) if not req.Test()]
+        return (f"rank{'s' if len(absent) > 1 else ''} {', '.join(map(str, absent))} of {label} did not arrive "
+                f"(never entered {operation})" if absent else "every rank arrived")
+
+    return records, Pending(receives + sends, missing, arrival=True)
 
 
 class _Bootstrap:
@@ -126,19 +155,9 @@ class MPIBackend(Backend):
                                                                                        transfer))
 
     def _steps(self, name, seq, record, what, transfer):
-        comm, size, me = self._coll, self._size, self._rank
-        records = np.empty((size, len(record)), dtype=np.int64)
-        records[me] = record
-        peers = [r for r in range(size) if r != me]
-        receives = [comm.Irecv(records[r], source=r, tag=0) for r in peers]
-        sends = [comm.Isend(record, dest=r, tag=0) for r in peers]
-
-        def missing():
-            absent = [self.ranks[r] for r, req in zip(peers, receives) if not req.Test()]
-            return (f"rank{'s' if len(absent) > 1 else ''} {', '.join(map(str, absent))} of {self.label} did not "
-                    f"arrive (never entered {name} #{seq})" if absent else "every rank arrived")
-
-        yield Pending(receives + sends, missing, arrival=True)
+        records, pending = _arrival(self._coll, 0, record, self._size, self._rank, self.ranks, self.label,
+                                    f"{name} #{seq}")
+        yield pending
         meta.check(records, self.ranks, what)
         if transfer is not None:
             yield from transfer()
