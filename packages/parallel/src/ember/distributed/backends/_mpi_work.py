@@ -44,9 +44,9 @@ class MPIWork(Work):
     """A handle on one operation of an :class:`~ember.distributed.backends.mpi.MPIBackend`; it waits for the ranks'
     arrival when it is created."""
 
-    def __init__(self, backend, description: str, steps):
+    def __init__(self, backend, name: str, steps, seq: int | None = None):
         self._backend = backend
-        self._description = description  # "all_reduce (operation #3 of the default group)"
+        self._name, self._seq = name, seq  # a collective's number on its group, for messages
         self._steps = steps
         self._pending = None
         self._finished = False
@@ -100,14 +100,20 @@ class MPIWork(Work):
             return super().source_rank()
         return self._result
 
+    def _description(self) -> str:
+        """``all_reduce (operation #3 on the default group)``, ``send to rank 1``."""
+        if self._seq is None:
+            return self._name
+        return f"{self._name} (operation #{self._seq} on {self._backend.label})"
+
     def _time_out(self, waited: float, group_deadline: bool) -> None:
         rank = self._backend.global_rank
         if group_deadline:  # abandoned half-way: the group cannot be used any more
-            error = DistBackendError(f"[rank {rank}] {self._description} timed out after {self._backend.timeout_s:g} s "
-                                     f"(the group's timeout): {self._pending.missing()}")
+            error = DistBackendError(f"[rank {rank}] {self._description()} timed out after "
+                                     f"{self._backend.timeout_s:g} s (the group's timeout): {self._pending.missing()}")
             self._finished, self._error = True, error
             self._backend.broken = str(error)
             abandon()
             raise error
-        raise DistBackendError(f"[rank {rank}] {self._description}: wait() timed out after {waited:.3g} s; the "
+        raise DistBackendError(f"[rank {rank}] {self._description()}: wait() timed out after {waited:.3g} s; the "
                                f"operation goes on: {self._pending.missing()}")

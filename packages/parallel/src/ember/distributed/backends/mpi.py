@@ -151,8 +151,7 @@ class MPIBackend(Backend):
             shape = tuple(tensor.shape) if shape is None else shape
         record = meta.record(self._size, name, seq, dtype=None if tensor is None else tensor.dtype.name,
                              shape=shape, root=root, op=-1 if op is None else op.value, splits=splits)
-        return MPIWork(self, f"{name} (operation #{seq} on {self.label})", self._steps(name, seq, record, what,
-                                                                                       transfer))
+        return MPIWork(self, name, self._steps(name, seq, record, what, transfer), seq)
 
     def _steps(self, name, seq, record, what, transfer):
         records, pending = _arrival(self._coll, 0, record, self._size, self._rank, self.ranks, self.label,
