@@ -13,7 +13,7 @@ import time
 
 from .._errors import DistBackendError
 from ..backend import Work
-from ._mpi_import import MPI, abandon
+from ._mpi_import import abandon
 
 __all__ = ["MPIWork", "Pending"]
 
@@ -28,16 +28,20 @@ class Pending:
     or what did not arrive; ``arrival`` marks the phase in which the ranks meet (waited for before the operation's
     call returns)."""
 
-    __slots__ = ("requests", "missing", "arrival")
+    __slots__ = ("requests", "missing", "arrival", "_next")
 
     def __init__(self, requests, missing, arrival=False):
         self.requests, self.missing, self.arrival = requests, missing, arrival
+        self._next = 0  # requests before this one completed
 
     def done(self) -> bool:
+        """Whether every request completed (one ``Test`` each, cheaper than ``Testall`` on a list)."""
         requests = self.requests
-        if len(requests) == 1:
-            return requests[0].Test()
-        return MPI.Request.Testall(requests)
+        while self._next < len(requests):
+            if not requests[self._next].Test():
+                return False
+            self._next += 1
+        return True
 
 
 class MPIWork(Work):
