@@ -1,0 +1,52 @@
+"""Finding process-group backends by name, built-in and third-party alike.
+
+>>> from ember.distributed import registry
+>>> "mpi" in registry.available()
+True
+>>> registry.get("nonsense")
+Traceback (most recent call last):
+...
+ValueError: unknown process-group backend 'nonsense'; known: ['mpi']
+"""
+from __future__ import annotations
+
+import importlib
+
+from ember import collect_claims, get_plugin_manager, register_plugin
+
+from . import hookspec
+
+__all__ = ["available", "get", "BUILTIN_PLUGINS"]
+
+#: built-in plugin modules, registered through the same call a third party uses
+BUILTIN_PLUGINS = ("ember.distributed.backends.mpi",)
+
+
+def _plugin_manager():
+    pm = get_plugin_manager()
+    caller = getattr(pm.hook, "ember_distributed_backends", None)
+    if caller is None or caller.spec is None:  # a plugin may have been registered before this hook was known
+        pm.add_hookspecs(hookspec)
+    for modname in BUILTIN_PLUGINS:
+        if pm.get_plugin(modname) is None:
+            register_plugin(importlib.import_module(modname), modname)
+    return pm
+
+
+def available() -> dict:
+    """``{name: factory}`` of every registered process-group backend."""
+    _plugin_manager()
+    found = collect_claims("ember_distributed_backends", "the process-group backend {key}")
+    return {name: factory for name, (factory, _) in found.items()}
+
+
+def get(name: str):
+    """The factory registered as backend ``name`` (case-insensitive, as PyTorch's), or a ValueError listing the
+    known names."""
+    found = available()
+    if not isinstance(name, str):
+        raise TypeError(f"a process-group backend is named by a str, but got {type(name).__name__} {name!r}")
+    try:
+        return found[name.lower()]
+    except KeyError:
+        raise ValueError(f"unknown process-group backend {name!r}; known: {sorted(found)}") from None
