@@ -12,11 +12,15 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from types import TracebackType
 from typing import TextIO
 
+# mpiexec's proxy forwards what the rank wrote while the job runs, but an abort can end it before it read the
+# traceback from its pipe (MPICH 5.0: about one time in ten); this pause lets it read first
+_OUTPUT_GRACE_S = 0.2
 _lock = threading.Lock()  # two threads failing at once: one prints and aborts, the other waits to be killed
 
 
@@ -26,9 +30,10 @@ def install_failure_handler(rank: int, abort: Callable[[int], None]) -> None:
     Replaces ``sys.excepthook`` (the main thread) and ``threading.excepthook`` (any other thread; a thread that
     raises ``SystemExit`` stays silent, as by default). The handler writes every line of the traceback to
     stderr as ``[rank R] ...``, flushes stdout and stderr (``MPI_Abort`` ends the process without Python's
-    buffers being written), then calls ``abort(1)``. Should ``abort`` return or raise, the process still ends
-    with ``os._exit(1)``, so a failed rank never reaches the interpreter's normal shutdown. Calling it again
-    replaces the earlier handler.
+    buffers being written), waits 0.2 s (so that ``mpiexec`` forwards that output before the abort ends it),
+    then calls ``abort(1)``. Should ``abort`` return (MPICH's may, once it has asked ``mpiexec`` to end the
+    job) or raise, the process still ends with ``os._exit(1)``, so a failed rank never reaches the
+    interpreter's normal shutdown. Calling it again replaces the earlier handler.
 
     Example (``init_process_group`` does this for you)::
 
@@ -72,12 +77,11 @@ def _report_and_abort(rank: int, abort: Callable[[int], None], chunks: list[str]
         text = "".join(chunks).rstrip("\n")
         _write(sys.stdout, "")
         _write(sys.stderr, "".join(f"[rank {rank}] {line}\n" for line in text.split("\n")))
+        time.sleep(_OUTPUT_GRACE_S)
         try:
-            abort(1)
-            problem = "abort(1) returned"
+            abort(1)  # MPICH's MPI_Abort may return once it has asked mpiexec to end the job
         except BaseException as err:  # whatever abort did, this process must not reach the normal shutdown
-            problem = f"abort(1) raised {err!r}"
-        _write(sys.__stderr__, f"[rank {rank}] {problem}; ending this process with os._exit(1)\n")
+            _write(sys.__stderr__, f"[rank {rank}] abort(1) raised {err!r}; ending this process with os._exit(1)\n")
         os._exit(1)
 
 
