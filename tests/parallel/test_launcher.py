@@ -47,7 +47,7 @@ import json, os, sys
 names = ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
          "OMP_NUM_THREADS", "PYTHONUNBUFFERED", "EMBER_RUN_RANKS_DIR"]
 report = {"env": {n: os.environ.get(n) for n in names}, "argv": sys.argv, "path0": sys.path[0], "name": __name__}
-sys.stdout.write(json.dumps(report) + "\n")  # one write: print's two (text, newline) can interleave across ranks
+sys.stdout.write(json.dumps(report) + "\\n")  # one write: print's two (text, newline) can interleave across ranks
 """
 
 
