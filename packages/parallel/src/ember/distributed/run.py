@@ -61,23 +61,36 @@ environment variables set on every rank:
                     otherwise hold print()'s output back until its buffer fills
   Every other variable of ember-run's environment reaches the ranks unchanged (on other hosts too).
 
-example (train.py, run with `ember-run --nproc-per-node 2 train.py --epochs 3`):
-  import os
+example (train.py; run it with `ember-run --nproc-per-node 2 train.py --epochs 3`):
+  import argparse
   import ember
   import ember.distributed as dist
+  from ember import nn, optim
   from ember.data import DataLoader, DistributedSampler, TensorDataset
+  from ember.nn.parallel import DistributedDataParallel as DDP
 
-  dist.init_process_group()                       # backend "mpi"; rank and world size come from MPI
-  rank, world = dist.get_rank(), dist.get_world_size()   # equal to int(os.environ["RANK"]), ["WORLD_SIZE"]
+  parser = argparse.ArgumentParser()
+  parser.add_argument("--epochs", type=int, default=3)
+  epochs = parser.parse_args().epochs              # ARGS after SCRIPT reach the script unchanged
+  dist.init_process_group()                        # MPI; no arguments needed
+  rank = dist.get_rank()                           # == int(os.environ["RANK"])
+  ember.manual_seed(0)
   data = TensorDataset(ember.randn(1000, 8), ember.randn(1000, 1))
-  sampler = DistributedSampler(data)              # reads RANK and WORLD_SIZE: each rank gets its own part
+  sampler = DistributedSampler(data)               # this rank's share, from RANK and WORLD_SIZE
   loader = DataLoader(data, batch_size=32, sampler=sampler, pin_memory=True)   # sampler, not shuffle=True
-  for epoch in range(3):
-      sampler.set_epoch(epoch)                    # a new shuffle each epoch, the same on every rank
+  model = DDP(nn.Linear(8, 1))                     # rank 0's parameters everywhere; gradients averaged
+  opt = optim.SGD(model.parameters(), lr=0.1)
+  for epoch in range(epochs):
+      sampler.set_epoch(epoch)                     # a new shuffle each epoch, the same on every rank
       for x, y in loader:
-          ...                                     # forward, backward (DistributedDataParallel), step
+          opt.zero_grad()
+          loss = nn.functional.mse_loss(model(x), y)
+          loss.backward()
+          opt.step()
+      if rank == 0:                                # print and save on one rank only
+          print(f"epoch {epoch}: loss {loss.item():.4f}")
   if rank == 0:
-      print("trained on", world, "processes")
+      ember.save(model.module.state_dict(), "model.pt")
   dist.destroy_process_group()
 
 several hosts:
@@ -95,6 +108,8 @@ failures and time limits:
   labelled `[rank R]` and aborts the whole job (MPI_Abort): all ranks end within seconds, none hangs. A rank
   killed by a signal makes mpiexec end the others too; ember-run then names it ("rank 1 (pid ... on host)
   ended by signal 9 (SIGKILL)"). --timeout SECONDS ends a job that runs longer (exit status 124).
+  A rank that exits on its own (sys.exit) with a non-zero code does not end the others: mpiexec waits for
+  them (should they wait for it in a collective, the process group's timeout ends them).
   Ctrl-C reaches every rank as KeyboardInterrupt; SIGTERM to ember-run is passed on to mpiexec.
 
 exit status:
@@ -121,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="ember-run [options] SCRIPT [ARGS...]   (or python -m ember.distributed.run ...)")
     parser.add_argument("-n", "--nproc-per-node", "--nproc_per_node", type=_positive_int, default=1,
-                        metavar="NPROC_PER_NODE", help="processes (ranks) to start on each host (default: 1)")
+                        metavar="NPROC_PER_NODE",
+                        help="processes (ranks) to start on each host (default: 1); unlike mpiexec's -n, per host")
     parser.add_argument("--nnodes", type=_positive_int, default=None,
                         help="number of hosts (default: the number of hosts --hostfile or --hosts names, else 1)")
     hosts = parser.add_mutually_exclusive_group()
