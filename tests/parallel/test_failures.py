@@ -119,8 +119,10 @@ def test_the_handler_ends_the_process_whatever_abort_does(tmp_path, abort):
 
 def test_bad_arguments_are_refused():
     saved = sys.excepthook, threading.excepthook
-    with pytest.raises(TypeError, match="rank must be a non-negative int, got -1"):
+    with pytest.raises(ValueError, match="rank must be non-negative, got -1"):
         install_failure_handler(-1, lambda code: None)
+    with pytest.raises(TypeError, match="rank must be an int, got str '0'"):
+        install_failure_handler("0", lambda code: None)
     with pytest.raises(TypeError, match="abort must be a callable taking an exit code, got 1"):
         install_failure_handler(0, 1)
     assert (sys.excepthook, threading.excepthook) == saved

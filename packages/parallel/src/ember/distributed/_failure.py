@@ -51,8 +51,10 @@ def install_failure_handler(rank: int, abort: Callable[[int], None]) -> None:
     False
     >>> sys.excepthook, threading.excepthook = saved
     """
-    if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0:
-        raise TypeError(f"install_failure_handler: rank must be a non-negative int, got {rank!r}")
+    if not isinstance(rank, int) or isinstance(rank, bool):
+        raise TypeError(f"install_failure_handler: rank must be an int, got {type(rank).__name__} {rank!r}")
+    if rank < 0:
+        raise ValueError(f"install_failure_handler: rank must be non-negative, got {rank}")
     if not callable(abort):
         raise TypeError(f"install_failure_handler: abort must be a callable taking an exit code, got {abort!r}")
 
