@@ -12,6 +12,7 @@ from ember import autograd as autograd
 from ember import backends as backends
 from ember import cuda as cuda
 from ember import data as data
+from ember import distributed as distributed
 from ember import errors as errors
 from ember import hookspecs as hookspecs
 from ember import linalg as linalg
@@ -20,6 +21,7 @@ from ember import nn as nn
 from ember import onnx as onnx
 from ember import ops as ops
 from ember import optim as optim
+from ember import parallel as parallel
 from ember import random as random
 from ember import return_types as return_types
 from ember import serialization as serialization
