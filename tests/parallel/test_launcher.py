@@ -175,6 +175,8 @@ def test_dry_run_and_the_mpiexec_command(tmp_path, capsys):
         run.mpiexec_command(parse(["--nnodes", "3", "--hosts", "a,b", "t.py"]), "mpiexec")
     assert run.main(["--mpiexec", sys.executable, str(tmp_path / "missing.py")]) == 2
     assert "missing.py: no such file" in capsys.readouterr().err
+    with pytest.raises(run.LaunchError, match="--mpiexec-args '-x \"a': No closing quotation"):
+        run.mpiexec_command(parse(["--mpiexec-args", '-x "a', "t.py"]), "mpiexec")
     with pytest.raises(SystemExit):
         parse(["--nproc-per-node", "0", "t.py"])
     assert "expected a positive integer, got '0'" in capsys.readouterr().err

@@ -264,7 +264,10 @@ def mpiexec_command(args: argparse.Namespace, mpiexec: str, python: str = sys.ex
         variables[RANKS_DIR_VAR] = ranks_dir
     for name, value in variables.items():
         cmd += ["-genv", name, value]
-    cmd += shlex.split(args.mpiexec_args)
+    try:
+        cmd += shlex.split(args.mpiexec_args)
+    except ValueError as err:
+        raise LaunchError(f"--mpiexec-args {args.mpiexec_args!r}: {err} (expected options as a shell writes them)")
     mode = ["-m"] if args.module else ["--no-python"] if args.no_python else []
     return [*cmd, python, "-m", "ember.distributed._bootstrap", *mode, args.script, *args.script_args]
 
