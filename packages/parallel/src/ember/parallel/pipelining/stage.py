@@ -5,10 +5,11 @@ A schedule (:mod:`ember.parallel.pipelining.schedules`) drives the stage micro-b
 what backward needs per micro-batch until that micro-batch's backward ran: its forward graph, or with
 ``checkpoint=True`` only its input, the forward being recomputed in backward.
 
->>> import ember.nn as nn
 >>> from ember.parallel.pipelining import PipelineStage
->>> PipelineStage.__init__.__doc__.split(".")[0]
-'Stage ``stage_index`` of ``num_stages``, run on the rank of the same index in ``group``'
+>>> PipelineStage("layers", 0, 2)
+Traceback (most recent call last):
+    ...
+TypeError: PipelineStage: submodule must be an ember.nn.Module, but got str
 """
 from __future__ import annotations
 
@@ -64,7 +65,8 @@ class PipelineStage:
 
     def __init__(self, submodule, stage_index: int, num_stages: int, device=None, group=None,
                  checkpoint: bool = False):
-        """Stage ``stage_index`` of ``num_stages``, run on the rank of the same index in ``group``."""
+        """Stage ``stage_index`` of ``num_stages``, run on the rank of the same index in ``group``; received
+        activations and gradients are put on ``device`` (default: the CPU)."""
         if not isinstance(submodule, nn.Module):
             raise TypeError(f"PipelineStage: submodule must be an ember.nn.Module, but got {type(submodule).__name__}")
         if not dist.is_initialized():
@@ -153,7 +155,7 @@ class PipelineStage:
                 raise RuntimeError(f"stage {self.stage_index}: backward needs a loss; give the schedule a loss_fn")
             ember.autograd.backward(loss * scale if scale != 1.0 else loss)
         else:
-            grad = ember.empty(tuple(output.shape), dtype=output.dtype)
+            grad = ember.empty(tuple(output.shape), dtype=output.dtype, device=self.device)
             dist.recv(grad, src=self._next, group=self.group, tag=_TAG_GRADIENT)
             if output.requires_grad:
                 ember.autograd.backward(output, grad)
@@ -172,11 +174,11 @@ class PipelineStage:
     # ---- communication ---------------------------------------------------------------------------------------
     def _receive_activation(self, i: int, requires_grad: bool):
         if self._meta_in is None:
-            header = ember.zeros(HEADER_SIZE, dtype=ember.int64)
+            header = ember.zeros(HEADER_SIZE, dtype=ember.int64, device=self.device)
             dist.recv(header, src=self._prev, group=self.group, tag=_TAG_HEADER)
             self._meta_in = decode(header)
         dtype, shape = self._meta_in
-        activation = ember.empty(shape, dtype=dtype)
+        activation = ember.empty(shape, dtype=dtype, device=self.device)
         dist.recv(activation, src=self._prev, group=self.group, tag=_TAG_ACTIVATION)
         return _requiring_grad(activation) if requires_grad else activation
 
@@ -186,7 +188,7 @@ class PipelineStage:
         meta = decode(header)
         if self._meta_out is None:
             self._meta_out = meta
-            self._isend(header, self._next, _TAG_HEADER)
+            self._isend(header.to(self.device), self._next, _TAG_HEADER)
         elif meta != self._meta_out:
             raise ValueError(f"{who}: every micro-batch of a step must give an activation of the same dtype and "
                              f"shape, but micro-batch 0 gave {self._meta_out[0]} {self._meta_out[1]} and this one "
