@@ -83,6 +83,17 @@ for sched in (ScheduleGPipe, Schedule1F1B):
             if r == n - 1:
                 found[f"forward_only/{sched.__name__}"] = float((got - ref_out.detach()).abs().max())
 
+# dropout: checkpointing recomputes a stage's forward with the random state its forward had, so the masks repeat
+drop_grads = {}
+for checkpoint in (False, True):
+    part = nn.Sequential(nn.Dropout(0.5), copy.deepcopy(full)[mine])
+    schedule = Schedule1F1B(PipelineStage(part, r, n, checkpoint=checkpoint), 4, loss_fn=nn.MSELoss())
+    ember.manual_seed(5 + r)
+    schedule.step(x) if r == 0 else schedule.step(target=y if r == n - 1 else None)
+    drop_grads[checkpoint] = [p.grad for p in part.parameters()]
+found["dropout_ckpt_err"] = max(float((a - b).abs().max()) for a, b in zip(*drop_grads.values()))
+found["dropout_vs_ref"] = max(float((a - b).abs().max()) for a, b in zip(drop_grads[True], ref_grads))
+
 # activation memory: a model wide inside its stages and narrow between them (so that what crosses ranks is small), 16
 # micro-batches; the peak of bytes held during a step, per schedule, with and without checkpointing
 ember.manual_seed(0)
@@ -146,6 +157,12 @@ def test_pipeline_gradients_equal_the_unpipelined_model(ranks):
                 assert case["out_none"]
     for sched in ("ScheduleGPipe", "Schedule1F1B"):
         assert ranks[-1][f"forward_only/{sched}"] < 1e-10
+
+
+def test_checkpointing_repeats_the_dropout_masks(ranks):
+    for found in ranks:
+        assert found["dropout_vs_ref"] > 1e-3  # dropout did change the gradients ...
+        assert found["dropout_ckpt_err"] < 1e-12  # ... and the recomputed forward dropped the same elements
 
 
 def test_pipeline_schedules_bound_activation_memory(ranks):
