@@ -123,7 +123,7 @@ class PipelineStage:
     def _forward(self, i: int, args: tuple, kwargs: dict, target=None, loss_fn=None, keep: bool = True):
         """Run micro-batch ``i`` forward (``args``: its inputs on the first stage, ignored elsewhere), send the
         output on, and keep what backward needs when ``keep``. Returns ``(output, loss)`` (loss: last stage)."""
-        inputs = tuple(args) if self.is_first else (self._receive_activation(i, keep),)
+        inputs = tuple(args) if self.is_first else (self._receive_activation(keep),)
         rng_state = ember.random.get_rng_state() if keep and self.checkpoint else None
         with ember.set_grad_enabled(keep and not self.checkpoint):
             output = self.submod(*inputs, **kwargs)
@@ -139,8 +139,9 @@ class PipelineStage:
         return output, loss
 
     def _backward(self, i: int, loss_fn=None, scale: float = 1.0) -> None:
-        """Run micro-batch ``i`` backward: from its loss (last stage, times ``scale``) or from the gradient the
-        next stage sends; then send the gradient of the stage's input to the previous stage."""
+        """Run micro-batch ``i`` backward (the schedule calls it only with a ``loss_fn``): from its loss (last stage,
+        times ``scale``) or from the gradient the next stage sends; then send the gradient of the stage's input to
+        the previous stage."""
         saved = self._saved.pop(i)
         inputs, output, loss = saved.inputs, saved.output, saved.loss
         if self.checkpoint:
@@ -151,8 +152,6 @@ class PipelineStage:
                 if self.is_last:
                     loss = loss_fn(output, saved.target)
         if self.is_last:
-            if loss is None:
-                raise RuntimeError(f"stage {self.stage_index}: backward needs a loss; give the schedule a loss_fn")
             ember.autograd.backward(loss * scale if scale != 1.0 else loss)
         else:
             grad = ember.empty(tuple(output.shape), dtype=output.dtype, device=self.device)
@@ -172,7 +171,7 @@ class PipelineStage:
         self._sends = []
 
     # ---- communication ---------------------------------------------------------------------------------------
-    def _receive_activation(self, i: int, requires_grad: bool):
+    def _receive_activation(self, requires_grad: bool):
         if self._meta_in is None:
             header = ember.zeros(HEADER_SIZE, dtype=ember.int64, device=self.device)
             dist.recv(header, src=self._prev, group=self.group, tag=_TAG_HEADER)
