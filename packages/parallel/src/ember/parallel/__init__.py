@@ -1,10 +1,13 @@
-"""ember.parallel: DataParallel, model and pipeline parallelism in one process, with ``torch.nn.parallel``'s names.
+"""ember.parallel: data, model and pipeline parallelism, with ``torch.nn.parallel``'s names.
 
 - :class:`DataParallel`: a batch scattered over devices, the module replicated, replicas run in threads, the
   outputs gathered; also ``ember.nn.DataParallel``. Its pieces are functions too: :func:`scatter`,
   :func:`scatter_kwargs`, :func:`gather`, :func:`replicate`, :func:`parallel_apply`.
 - :class:`Pipe`: an ``nn.Sequential`` cut into stages on devices, micro-batches flowing through them on GPipe's
   schedule (stages in threads), optional activation checkpointing.
+- :class:`PipelineStage`, :class:`ScheduleGPipe`, :class:`Schedule1F1B`: a pipeline whose stages are ranks of a
+  process group, exchanging activations and gradients with ``ember.distributed.send``/``recv``
+  (``torch.distributed.pipelining``'s names).
 - Model parallelism needs nothing from here: put the parts of a module on devices and call ``.to(device)`` in
   ``forward``; autograd carries the gradients back (``examples/model_parallel_resnet50.py``).
 
@@ -20,7 +23,9 @@ ember.Size([4, 2])
 from .data_parallel import DataParallel
 from .parallel_apply import parallel_apply
 from .pipe import Pipe
+from .pipelining import PipelineScheduleSingle, PipelineStage, Schedule1F1B, ScheduleGPipe
 from .replicate import replicate
 from .scatter_gather import gather, scatter, scatter_kwargs
 
-__all__ = ["DataParallel", "Pipe", "scatter", "scatter_kwargs", "gather", "replicate", "parallel_apply"]
+__all__ = ["DataParallel", "Pipe", "scatter", "scatter_kwargs", "gather", "replicate", "parallel_apply",
+           "PipelineStage", "PipelineScheduleSingle", "ScheduleGPipe", "Schedule1F1B"]
