@@ -1,4 +1,8 @@
-"""detach / detach_ / .data, retain_grad, tensor hooks, post-accumulate hooks, graph-node hooks."""
+"""detach / detach_ / .data, retain_grad, tensor hooks, post-accumulate hooks (also on leaves no name refers to),
+graph-node hooks."""
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -207,6 +211,164 @@ def test_post_accumulate_grad_hook_only_on_leaves():
     y = ember.ones(2, requires_grad=True) * 2
     with pytest.raises(RuntimeError, match="post accumulate grad hooks cannot be registered on non-leaf tensors"):
         y.register_post_accumulate_grad_hook(lambda t: None)
+
+
+# -- a leaf no name refers to any more: the graph keeps it, with its hooks, as in PyTorch ---------------------
+
+def _accumulator(y):
+    """The AccumulateGrad node of the leaf in ``y = (leaf <op> other).sum()``."""
+    return y.grad_fn.next_functions[0][0].next_functions[0][0]
+
+
+def test_post_accumulate_grad_hook_fires_on_a_leaf_with_no_name():
+    w = ember.ones(2, requires_grad=True)
+    seen = []
+    w.register_post_accumulate_grad_hook(lambda t: seen.append((t.shape, t.grad.tolist())))
+    y = (w * 2).sum()
+    del w
+    y.backward(retain_graph=True)
+    y.backward()
+    assert seen == [((2,), [2.0, 2.0]), ((2,), [4.0, 4.0])]  # the same leaf, accumulating, as PyTorch
+
+
+def test_tensor_hook_fires_on_a_leaf_with_no_name_and_its_result_is_stored():
+    w = ember.ones(2, requires_grad=True)
+    seen = []
+
+    def hook(g):
+        seen.append(g.tolist())
+        return g * 10
+
+    w.register_hook(hook)
+    y = (w * 3).sum()
+    del w
+    y.backward()
+    assert seen == [[3.0, 3.0]]
+    assert _accumulator(y).variable.grad.tolist() == [30.0, 30.0]
+
+
+def test_a_leaf_with_no_name_gets_its_grad_through_the_graph():
+    w = ember.tensor([1.0, 2.0], requires_grad=True)
+    y = (w + 1).sum()  # AddBackward saves no tensor: only the AccumulateGrad node holds the leaf
+    assert y.grad_fn.next_functions[0][0]._saved == ()
+    del w
+    leaf = _accumulator(y).variable
+    assert leaf.tolist() == [1.0, 2.0] and leaf.grad is None
+    y.backward()
+    assert leaf.grad.tolist() == [1.0, 1.0]
+
+
+def test_hooks_outlive_the_graph_on_a_named_leaf():
+    w = ember.ones(2, requires_grad=True)
+    seen = []
+    w.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.tolist()))
+    w.register_hook(lambda g: g + 1)
+    y = (w * 2).sum()
+    first = _accumulator(y)
+    y.backward()
+    del y, first  # the graph and its AccumulateGrad are gone; the hooks live on the leaf
+    y = (w * 2).sum()
+    y.backward()
+    assert seen == [[3.0, 3.0], [6.0, 6.0]]
+
+
+def test_live_graphs_share_one_accumulator_and_a_hook_fires_once_per_backward():
+    w = ember.ones(2, requires_grad=True)
+    calls = []
+    w.register_post_accumulate_grad_hook(lambda t: calls.append(t.grad.tolist()))
+    y1, y2 = w * 2, w * 3
+    assert y1.grad_fn.next_functions[0][0] is y2.grad_fn.next_functions[0][0]
+    del w
+    (y1 + y2).sum().backward()
+    assert calls == [[5.0, 5.0]]
+
+
+def test_a_leaf_and_its_graph_are_freed_with_the_graph_without_the_cycle_collector():
+    gc.disable()
+    try:
+        w = ember.ones(2, requires_grad=True)
+        w.register_hook(lambda g: g)
+        w.register_post_accumulate_grad_hook(lambda t: None)
+        y = (w * 2).sum()
+        leaf, acc, node = weakref.ref(w), weakref.ref(_accumulator(y)), weakref.ref(y.grad_fn)
+        del w
+        y.backward()
+        assert leaf() is not None and acc() is not None  # the graph holds them
+        del y
+        assert leaf() is None and acc() is None and node() is None  # freed by reference counting alone
+        w = ember.ones(2, requires_grad=True)
+        (w * 2).sum().backward()
+        leaf = weakref.ref(w)
+        del w
+        assert leaf() is None  # a leaf whose graph is gone is freed with its last name, as before
+    finally:
+        gc.enable()
+
+
+def test_create_graph_cycle_through_the_grad_is_collected():
+    # PyTorch warns that backward(create_graph=True) makes a cycle parameter -> .grad -> graph -> parameter
+    # that it cannot free; here the cycle is made of Python objects, which the cycle collector frees
+    w = ember.tensor([1.0, 2.0], requires_grad=True)
+    (w * w).sum().backward(create_graph=True)
+    assert w.grad.requires_grad
+    leaf = weakref.ref(w)
+    del w
+    gc.collect()
+    assert leaf() is None
+
+
+# -- when post-accumulate-grad hooks fire: as soon as the leaf's gradient is complete, as PyTorch's engine -----
+
+def _three_layer_step(ws, events):
+    h = ember.ones(2)
+    for i, w in enumerate(ws):
+        h = (h * w).tanh()
+        h.register_hook(lambda g, i=i: events.append(f"layer{i}"))
+    loss = h.sum()
+    loss.backward()
+    return loss
+
+
+def test_post_accumulate_grad_hooks_fire_during_backward_while_the_last_steps_graph_is_alive():
+    # a training loop keeps the last step's loss (so its graph and its AccumulateGrad nodes) while the next
+    # forward runs; each leaf's hook must still fire as soon as its layer is done (what DDP's buckets rely on)
+    ws = [ember.ones(2, requires_grad=True) for _ in range(3)]
+    events = []
+    for i, w in enumerate(ws):
+        w.register_post_accumulate_grad_hook(lambda t, i=i: events.append(f"acc{i}"))
+    loss = None
+    for _ in range(3):
+        events.clear()
+        loss = _three_layer_step(ws, events)  # noqa: F841 (the name keeps the graph alive into the next step)
+        assert events == ["layer2", "acc2", "layer1", "acc1", "layer0", "acc0"]  # PyTorch 2.13's order
+
+
+def test_post_accumulate_grad_hook_fires_once_per_backward_with_graphs_in_flight():
+    # a 1F1B-like schedule: forwards and backwards of micro-batches interleave, the leaf used twice in each;
+    # gradients printed by PyTorch 2.13
+    w = ember.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    w.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.tolist()))
+
+    def loss(k):
+        return ((ember.ones(2) * k * w).tanh() * w).sum()
+
+    l1, l2 = loss(1), loss(2)
+    l1.backward()
+    l3 = loss(3)
+    l2.backward()
+    l3.backward()
+    np.testing.assert_allclose(seen, [[1.181569, 1.105329], [2.286898, 2.110022], [3.31155, 3.110157]], atol=1e-6)
+
+
+def test_post_accumulate_grad_hook_waits_for_every_path_to_the_leaf():
+    w = ember.ones(2, requires_grad=True)
+    seen = []
+    w.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.tolist()))
+    a = w * 2
+    b = (w * 3).exp().log()  # a longer path, made later: its nodes run first
+    (a + b + w).sum().backward()
+    assert seen == [[6.0, 6.0]]
 
 
 # -- graph-node hooks ------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """state_dict / load_state_dict: keys and order, strictness and PyTorch's error layout, assign, extra state,
-per-module ``_load_from_state_dict``, and the four state-dict hooks.
+per-module ``_load_from_state_dict``, the four state-dict hooks, and ``consume_prefix_in_state_dict_if_present``.
 
 Expected keys, reprs and messages were printed by PyTorch 2.13 by hand (torch. -> ember.).
 """
@@ -10,6 +10,7 @@ import pytest
 
 import ember
 from ember import nn
+from ember.nn.modules.utils import consume_prefix_in_state_dict_if_present
 
 
 class Net(nn.Module):
@@ -204,3 +205,71 @@ def test_positional_arguments_of_old_state_dict():
     dest = OrderedDict()
     out = nn.Linear(1, 1).state_dict(dest, "p.")
     assert out is dest and list(dest) == ["p.weight", "p.bias"]
+
+
+# -- consume_prefix_in_state_dict_if_present ---------------------------------------------------------------------
+
+class Wrapper(nn.Module):
+    """Holds the model as ``module``, as DistributedDataParallel and DataParallel do."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+
+def _bare_model():
+    return nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+
+
+def test_consume_prefix_makes_a_wrapper_checkpoint_load_into_the_bare_model(tmp_path):
+    wrapped = Wrapper(_bare_model())
+    with ember.no_grad():
+        wrapped.module[1].running_mean.fill_(5)
+    sd = wrapped.state_dict()
+    assert all(k.startswith("module.") for k in sd)
+    assert consume_prefix_in_state_dict_if_present(sd, "module.") is None
+    bare = _bare_model()
+    assert list(sd) == list(bare.state_dict())  # order kept
+    # the wrapped model's metadata becomes the root's: BatchNorm's version 2 reaches its _load_from_state_dict
+    assert sd._metadata == bare.state_dict()._metadata == OrderedDict(
+        [("", {"version": 1}), ("0", {"version": 1}), ("1", {"version": 2})])
+    assert repr(bare.load_state_dict(sd)) == "<All keys matched successfully>"
+    for (name, a), (_, b) in zip(wrapped.module.state_dict().items(), bare.state_dict().items()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=name)
+    # the issue's flow: the wrapper's state dict saved with ember.save, stripped after loading
+    ember.save(wrapped.state_dict(), tmp_path / "ckpt.pt")
+    loaded = ember.load(tmp_path / "ckpt.pt")
+    consume_prefix_in_state_dict_if_present(loaded, "module.")
+    fresh = _bare_model()
+    assert repr(fresh.load_state_dict(loaded)) == "<All keys matched successfully>"
+    assert fresh[1].running_mean.tolist() == [5.0, 5.0, 5.0]
+
+
+def test_consume_prefix_leaves_other_keys_and_moves_stripped_ones_after_them():
+    # PyTorch's order: each stripped entry is popped and inserted again
+    sd = OrderedDict([("a", 1), ("module.b", 2), ("c", 3), ("module.d", 4), ("xmodule.e", 5), ("module", 6)])
+    consume_prefix_in_state_dict_if_present(sd, "module.")
+    assert list(sd.items()) == [("a", 1), ("c", 3), ("xmodule.e", 5), ("module", 6), ("b", 2), ("d", 4)]
+    plain = {"b": 1, "module.b": 2}  # a stripped key that exists already keeps its place and takes the value
+    consume_prefix_in_state_dict_if_present(plain, "module.")
+    assert plain == {"b": 2}
+    untouched = Net().state_dict()  # no key has the prefix: nothing changes, metadata included
+    keys, metadata = list(untouched), OrderedDict(untouched._metadata)
+    consume_prefix_in_state_dict_if_present(untouched, "module.")
+    assert list(untouched) == keys and untouched._metadata == metadata
+
+
+def test_consume_prefix_strips_a_nested_prefix_and_its_metadata():
+    # PyTorch leaves "module.module" in the metadata here (it compares with "modulemodule"); ember renames it to ""
+    outer = Wrapper(Wrapper(nn.Linear(1, 1)))
+    sd = outer.state_dict()
+    consume_prefix_in_state_dict_if_present(sd, "module.module.")
+    assert list(sd) == ["weight", "bias"]
+    assert sd._metadata == OrderedDict([("", {"version": 1}), ("module", {"version": 1})])
+
+
+def test_consume_prefix_bad_input():
+    with pytest.raises(TypeError, match="prefix must be a str such as 'module.', got int"):
+        consume_prefix_in_state_dict_if_present({"a": 1}, 3)
+    with pytest.raises(TypeError, match="state_dict must be a mutable mapping .*got list"):
+        consume_prefix_in_state_dict_if_present([("module.a", 1)], "module.")

@@ -47,8 +47,9 @@ class Tensor:
     _vv = 0               # version at which a view's history was last set
     _hooks = None
     _post_acc_hooks = None
-    _grad_acc = None      # this leaf's AccumulateGrad node (which refers back to it weakly)
+    _grad_acc = None      # weak reference to this leaf's AccumulateGrad node (which holds the leaf)
     _pinned = False       # set on a tensor that ``pin_memory()`` made in page-locked host memory
+    _post_acc_hooks_in_use = False  # set on the class by the first post-accumulate-grad hook (see autograd.engine)
 
     def __new__(cls, *args, device=None):
         return cls._make(*legacy_tensor_data(args, device))
@@ -339,6 +340,7 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._post_acc_hooks is None:
             self._post_acc_hooks = {}
+        Tensor._post_acc_hooks_in_use = True
         return add_hook(self._post_acc_hooks, hook)
 
     # -- Python protocol -------------------------------------------------------

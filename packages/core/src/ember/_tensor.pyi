@@ -252,6 +252,7 @@ class Tensor:
     _output_nr: builtins.int
     _pinned: builtins.bool
     _post_acc_hooks: Any
+    _post_acc_hooks_in_use: builtins.bool
     _requires_grad: builtins.bool
     def _scalar(self, what: Any) -> Any:
         ...

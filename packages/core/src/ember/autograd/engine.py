@@ -4,11 +4,17 @@
 ``.grad``) and ``ember.autograd.grad`` (return gradients for ``inputs``, leave
 ``.grad`` alone). A leaf's gradient goes to its ``AccumulateGrad`` node as the
 engine's last reference, so a first ``.grad`` can be the gradient itself.
+
+Once any leaf has a post-accumulate-grad hook (what DistributedDataParallel's buckets wait on), a backward
+also counts the edges into each ``AccumulateGrad`` node first and runs the node as soon as all of them have
+delivered, as PyTorch's engine does, rather than at its place in creation order: a leaf's node outlives a
+graph that a name keeps (the last step's ``loss``), and then its place is before every node of the new graph.
 """
 from __future__ import annotations
 
 import heapq
 
+from .._tensor import Tensor
 from . import anomaly
 from .grad_mode import STATE
 from .node import AccumulateGrad, grad_accumulator
@@ -20,6 +26,35 @@ def _root_edge(t, i):
     if t.grad_fn is not None:
         return t.grad_fn, t._output_nr
     return grad_accumulator(t), 0
+
+
+#: heap key of an AccumulateGrad node all of whose inputs have delivered: it runs next
+_READY = float("-inf")
+
+
+def _accumulation_deps(roots) -> dict:
+    """``{AccumulateGrad node: number of edges into it}`` over the graph below ``roots``."""
+    deps: dict = {}
+    stack = [node for node, _ in roots]
+    seen = set(stack)
+    while stack:
+        for nxt, _ in stack.pop().next_functions:
+            if type(nxt) is AccumulateGrad:
+                deps[nxt] = deps.get(nxt, 0) + 1
+            elif nxt is not None and nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps
+
+
+def _delivered(node, deps, buffers, heap) -> None:
+    """``node`` has run (or had no gradient to pass on): queue the AccumulateGrad nodes it was the last input of."""
+    for nxt, _ in node.next_functions:
+        left = deps.get(nxt)
+        if left is not None:
+            deps[nxt] = left - 1
+            if left == 1 and nxt in buffers:
+                heapq.heappush(heap, (_READY, -nxt.seq, nxt))
 
 
 def _needed_nodes(roots, targets):
@@ -60,7 +95,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     Nodes run in descending creation order (``seq``): every consumer of a
     node was created after it, so when a node runs, all gradients for it have
     arrived. That order needs no dependency count, only a heap of the nodes
-    reached so far.
+    reached so far (but see the module's note on post-accumulate-grad hooks).
     """
     roots = [_root_edge(tensors[0], 0)] if len(tensors) == 1 else [_root_edge(t, i) for i, t in enumerate(tensors)]
     capture = None
@@ -81,13 +116,16 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             heapq.heappush(heap, (-node.seq, id(node), node))
         buf[nr] = g if buf[nr] is None else buf[nr] + g
     results = [None] * len(inputs) if inputs is not None else None
+    deps = _accumulation_deps(roots) if capture is None and Tensor._post_acc_hooks_in_use else None
 
     prev_enabled = STATE.enabled
     STATE.enabled = create_graph
     try:
         while heap:
             node = heapq.heappop(heap)[2]
-            grads = buffers.pop(node)
+            grads = buffers.pop(node, None)
+            if grads is None:
+                continue  # an AccumulateGrad node queued when ready that has run already
             if node._tensor_hooks or node._pre_hooks or node._retained:
                 grads = _run_pre_hooks(node, grads)
             if capture is not None:
@@ -106,6 +144,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 if g is not None:
                     break
             else:
+                if deps is not None:
+                    _delivered(node, deps, buffers, heap)
                 continue  # no gradient reached this node: nothing flows on from it
             grad_inputs = node.apply_backward(grads)
             if anomaly.ENABLED:
@@ -121,15 +161,17 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 if nxt is None or g is None:
                     continue
                 if type(nxt) is AccumulateGrad:
-                    leaf = nxt._ref()
-                    if leaf is not None and g._dtype is not leaf._dtype:
-                        g = g.to(leaf._dtype)  # as PyTorch's engine: grads match their input's dtype
+                    leaf_dtype = nxt.variable._dtype
+                    if g._dtype is not leaf_dtype:
+                        g = g.to(leaf_dtype)  # as PyTorch's engine: grads match their input's dtype
                 buf = buffers.get(nxt)
                 if buf is None:
                     meta = nxt._out_meta
                     buf = buffers[nxt] = [None] * (1 if meta is None else len(meta))
                     heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
                 buf[nr] = g if buf[nr] is None else buf[nr] + g
+            if deps is not None:
+                _delivered(node, deps, buffers, heap)
             grad_inputs = g = None  # the buffers alone hold the gradients now (see AccumulateGrad.accumulate)
     finally:
         STATE.enabled = prev_enabled

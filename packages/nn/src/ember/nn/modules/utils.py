@@ -1,0 +1,45 @@
+"""Helpers for modules' state dicts (PyTorch's ``torch.nn.modules.utils``)."""
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+
+__all__ = ["consume_prefix_in_state_dict_if_present"]
+
+
+def consume_prefix_in_state_dict_if_present(state_dict: MutableMapping, prefix: str) -> None:
+    """Strip ``prefix`` from the keys of ``state_dict`` that start with it, in place.
+
+    A wrapper such as ``DistributedDataParallel`` or ``DataParallel`` holds the model as its submodule
+    ``module``, so its state dict's keys start with ``"module."``; strip that prefix to load the checkpoint
+    into the bare model. Keys without the prefix stay as they are. As in PyTorch, each stripped entry is
+    popped and inserted again, so it moves after the keys that had no prefix (a stripped key that already
+    existed keeps its place and takes the stripped entry's value). The per-module metadata that
+    ``state_dict()`` keeps in ``state_dict._metadata`` is renamed the same way: the wrapped model's own entry
+    (the prefix without its final ``"."``) becomes the root entry ``""``, for a nested prefix such as
+    ``"module.module."`` too (PyTorch compares that entry with the prefix stripped of every ``"."`` and so
+    leaves it behind).
+
+    >>> from collections import OrderedDict
+    >>> from ember.nn.modules.utils import consume_prefix_in_state_dict_if_present
+    >>> sd = OrderedDict([("module.0.weight", 1), ("module.0.bias", 2), ("step", 3)])
+    >>> consume_prefix_in_state_dict_if_present(sd, "module.")
+    >>> list(sd)
+    ['step', '0.weight', '0.bias']
+    """
+    if not isinstance(state_dict, MutableMapping):
+        raise TypeError(f"consume_prefix_in_state_dict_if_present: state_dict must be a mutable mapping (a dict or "
+                        f"the OrderedDict that state_dict() returns), got {type(state_dict).__name__}")
+    if not isinstance(prefix, str):
+        raise TypeError(f"consume_prefix_in_state_dict_if_present: prefix must be a str such as 'module.', got "
+                        f"{type(prefix).__name__}")
+    _strip(state_dict, prefix, lambda key: key.startswith(prefix))
+    metadata = getattr(state_dict, "_metadata", None)
+    if metadata is not None:
+        own = prefix[:-1] if prefix.endswith(".") else prefix
+        # '' is the wrapper's own entry, which the wrapped model's (``own``) replaces
+        _strip(metadata, prefix, lambda key: key != "" and (key == own or key.startswith(prefix)))
+
+
+def _strip(mapping: MutableMapping, prefix: str, matches) -> None:
+    for key in [k for k in mapping if matches(k)]:
+        mapping[key[len(prefix):]] = mapping.pop(key)
