@@ -1,1 +1,2 @@
 """ember.parallel: DataParallel, model and pipeline parallelism."""
+from .distributed import DistributedDataParallel  # noqa: F401  (issue 15, branch ddp)
