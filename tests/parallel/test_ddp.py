@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import ember
+
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
 
 PRELUDE = """
@@ -237,3 +239,17 @@ def test_ddp_no_sync_unused_parameters_join_and_fp16_hook(tmp_path):
         assert out["join_diff"] < 1e-10
         assert 0 < out["fp16_diff"] < 2e-3 * out["fp16_scale"]  # compressed, close to exact
         assert out["grad_dtype"] == "ember.float64"
+
+
+def test_ddp_quickstart_example_trains_on_2_processes_and_saves_on_rank_0(tmp_path):
+    example = Path(__file__).resolve().parents[2] / "examples" / "ddp_quickstart.py"
+    ckpt = tmp_path / "model.pt"
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, str(example), "--out", str(ckpt)],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("epoch  0") == 1  # rank 0 alone prints
+    accuracy = float(done.stdout.split("accuracy ")[1].split()[0])
+    assert accuracy > 0.95, done.stdout
+    assert sorted(ember.load(str(ckpt))) == sorted(f"module.{m}.{w}" for m in ("body.0", "body.2", "head")
+                                                   for w in ("weight", "bias"))
