@@ -73,40 +73,52 @@ class Reducer:
         self.active = False  # a backward that must sync gradients is expected
         self.ready: list[bool] = []
         self.used: list[bool] = []
+        self.unused: list[int] = []  # parameters the outputs do not depend on (find_unused), until backward starts
         self.launched = 0
         self.callback_queued = False
         self.handles = [p.register_post_accumulate_grad_hook(self._hook_for(i)) for i, p in enumerate(params)]
 
     def _hook_for(self, i: int):
         def hook(param):
-            self.mark_ready(i, param.grad)
+            self.on_grad(i, param.grad)
         return hook
 
     # -- one backward --------------------------------------------------------------------------------------------
     def prepare(self, outputs, divisor: int) -> None:
-        """A forward that the next backward must sync ran, giving ``outputs``; with ``find_unused``, the parameters
-        the outputs do not depend on are ready now (with zero gradients)."""
+        """A forward that the next backward must sync ran, giving ``outputs``; with ``find_unused``, find the
+        parameters the outputs do not depend on (they count as ready, with zero gradients, once backward starts)."""
         self.active, self.launched, self.callback_queued, self.divisor = True, 0, False, divisor
         self.ready = [False] * len(self.params)
         self.used = [False] * len(self.params)
         for bucket in self.buckets:
             bucket.pending, bucket.future = len(bucket.params), None
+        self.unused = []
         if self.find_unused:
             reachable = _reachable_leaves(outputs)
-            for i, p in enumerate(self.params):
-                if id(p) not in reachable:
-                    self.mark_ready(i, None)
+            self.unused = [i for i, p in enumerate(self.params) if id(p) not in reachable]
 
-    def mark_ready(self, i: int, grad) -> None:
+    def on_grad(self, i: int, grad) -> None:
+        """Parameter ``i``'s gradient ``grad`` is complete (its post-accumulate-grad hook). The first one of a
+        backward queues the final callback and marks the unused parameters ready (as PyTorch's reducer, so that
+        buckets launch during backward only, in the same place among the backward's other collectives on every
+        rank)."""
         if not self.active:
             return  # no_sync(), or a backward no DDP forward prepared: gradients stay local
+        if not self.callback_queued:
+            core.queue_callback(self.finish)
+            self.callback_queued = True
+            unused, self.unused = self.unused, []
+            for j in unused:
+                self.mark_ready(j, None)
+        self.mark_ready(i, grad)
+
+    def mark_ready(self, i: int, grad) -> None:
+        """Parameter ``i``'s gradient is ``grad`` (None: unused, zeros): into its bucket, and launch the buckets
+        that are complete, in order."""
         if self.ready[i]:
             raise RuntimeError(f"DistributedDataParallel: parameter {self.names[i]!r} got its gradient twice in one "
                                "backward (a second backward through the same forward, or a reentrant backward); "
                                "run a forward through DDP before each backward")
-        if grad is not None and not self.callback_queued:
-            core.queue_callback(self.finish)
-            self.callback_queued = True
         bucket, pos = self.where[i]
         view = bucket.buffer[bucket.offsets[pos]:bucket.offsets[pos] + self.params[i].numel()]
         with ember.no_grad():
