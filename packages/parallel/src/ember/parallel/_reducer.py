@@ -76,7 +76,8 @@ class Reducer:
         self.unused: list[int] = []  # parameters the outputs do not depend on (find_unused), until backward starts
         self.launched = 0
         self.callback_queued = False
-        self.handles = [p.register_post_accumulate_grad_hook(self._hook_for(i)) for i, p in enumerate(params)]
+        for i, p in enumerate(params):
+            p.register_post_accumulate_grad_hook(self._hook_for(i))
 
     def _hook_for(self, i: int):
         def hook(param):
