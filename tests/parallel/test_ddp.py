@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 import ember
+from ember.parallel import DistributedDataParallel
+from ember.parallel._reducer import assign_buckets
 
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
 
@@ -253,3 +255,21 @@ def test_ddp_quickstart_example_trains_on_2_processes_and_saves_on_rank_0(tmp_pa
     assert accuracy > 0.95, done.stdout
     assert sorted(ember.load(str(ckpt))) == sorted(f"module.{m}.{w}" for m in ("body.0", "body.2", "head")
                                                    for w in ("weight", "bias"))
+
+
+def test_buckets_in_reverse_registration_order_one_dtype_each_first_one_capped_at_1_mib():
+    mib = 1024 * 1024
+    params = [ember.zeros(mib // 8), ember.zeros(10, dtype=ember.float64), ember.zeros(mib // 4),  # 0.5, -, 1 MiB
+              ember.zeros(10), ember.zeros(mib // 2)]                                              # -, 2 MiB
+    # 4 closes the 1 MiB first bucket; 3, 2 and 0 fill a 25 MiB one that never closes; float64's 1 has its own
+    assert assign_buckets(params, cap_bytes=25 * mib) == [[4], [3, 2, 0], [1]]
+    assert assign_buckets(params, cap_bytes=mib) == [[4], [3, 2], [1], [0]]  # open buckets last, as opened
+
+
+def test_ddp_argument_errors_say_what_was_expected():
+    with pytest.raises(TypeError, match="must be an ember.nn.Module"):
+        DistributedDataParallel(lambda x: x)
+    with pytest.raises(ValueError, match="bucket_cap_mb must be a positive number"):
+        DistributedDataParallel(ember.nn.Linear(2, 2), bucket_cap_mb=0)
+    with pytest.raises(ValueError, match="leave device_ids and output_device None"):
+        DistributedDataParallel(ember.nn.Linear(2, 2), device_ids=[1])

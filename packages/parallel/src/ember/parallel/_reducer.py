@@ -29,9 +29,9 @@ def assign_buckets(params: list, cap_bytes: int, first_cap_bytes: int = FIRST_BU
     first, ``cap_bytes`` after).
 
     >>> import ember
-    >>> ps = [ember.zeros(100), ember.zeros(300), ember.zeros(100)]
-    >>> assign_buckets(ps, cap_bytes=1000, first_cap_bytes=400)
-    [[2, 1], [0]]
+    >>> ps = [ember.zeros(100), ember.zeros(200), ember.zeros(50), ember.zeros(50)]  # 400, 800, 200, 200 bytes
+    >>> assign_buckets(ps, cap_bytes=1000, first_cap_bytes=300)
+    [[3, 2], [1, 0]]
     """
     buckets, open_buckets, cap = [], {}, min(first_cap_bytes, cap_bytes)
     for i in reversed(range(len(params))):
