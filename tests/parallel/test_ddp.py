@@ -164,27 +164,28 @@ ref_out = ember.cat([ref_b(x1[rows0], True), ref_b(x1[rest], False)])
 nn.functional.mse_loss(ref_out, y1).backward()
 out["partly_used_diff"] = max(maxdiff(p.grad, q.grad) for p, q in zip(net.parameters(), ref_b.parameters()))
 
-# -- uneven inputs: rank r has 2 + (r == 0) batches --------------------------------------------------------------
-ember.manual_seed(11)
-ref, model = make(), make()
-model.load_state_dict(ref.state_dict())
-ddp = DDP(model)
-opt, ref_opt = ember.optim.SGD(ddp.parameters(), lr=0.1), ember.optim.SGD(ref.parameters(), lr=0.1)
-counts = [3 if k == 0 else 2 for k in range(n)]
-with ddp.join():
-    for step in range(counts[r]):
-        x, y = batch(step, 2)
-        opt.zero_grad()
-        nn.functional.mse_loss(ddp(mine(x)), mine(y)).backward()
-        opt.step()
-for step in range(max(counts)):  # each step: the mean loss of each rank still training, divided by the world size
-    x, y = batch(step, 2)
-    ref_opt.zero_grad()
-    loss = sum(nn.functional.mse_loss(ref(x[k * B:(k + 1) * B]), y[k * B:(k + 1) * B])
-               for k in range(n) if counts[k] > step) / n
-    loss.backward()
-    ref_opt.step()
-out["join_diff"] = max(maxdiff(p, q) for p, q in zip(model.parameters(), ref.parameters()))
+# -- uneven inputs: rank 0 has 3 batches, the others 2 -------------------------------------------------------------
+for initial in (True, False):
+    ember.manual_seed(11)
+    ref, model = make(), make()
+    model.load_state_dict(ref.state_dict())
+    ddp = DDP(model)
+    opt, ref_opt = ember.optim.SGD(ddp.parameters(), lr=0.1), ember.optim.SGD(ref.parameters(), lr=0.1)
+    counts = [3 if k == 0 else 2 for k in range(n)]
+    with ddp.join(divide_by_initial_world_size=initial):
+        for step in range(counts[r]):
+            x, y = batch(step, 2)
+            opt.zero_grad()
+            nn.functional.mse_loss(ddp(mine(x)), mine(y)).backward()
+            opt.step()
+    for step in range(max(counts)):  # each step: the mean losses of the ranks still training, summed, divided by
+        x, y = batch(step, 2)        # the world size (or by the number of those ranks)
+        active = [k for k in range(n) if counts[k] > step]
+        ref_opt.zero_grad()
+        loss = sum(nn.functional.mse_loss(ref(x[k * B:(k + 1) * B]), y[k * B:(k + 1) * B]) for k in active)
+        (loss / (n if initial else len(active))).backward()
+        ref_opt.step()
+    out[f"join_diff_{initial}"] = max(maxdiff(p, q) for p, q in zip(model.parameters(), ref.parameters()))
 
 # -- the fp16-compression hook ---------------------------------------------------------------------------------
 ember.manual_seed(5)
@@ -238,7 +239,7 @@ def test_ddp_no_sync_unused_parameters_join_and_fp16_hook(tmp_path):
         assert "find_unused_parameters=True" in error
         assert out["unused_a_diff"] < 1e-10 and out["unused_b_grad_is_none"]
         assert out["partly_used_diff"] < 1e-10
-        assert out["join_diff"] < 1e-10
+        assert out["join_diff_True"] < 1e-10 and out["join_diff_False"] < 1e-10
         assert 0 < out["fp16_diff"] < 2e-3 * out["fp16_scale"]  # compressed, close to exact
         assert out["grad_dtype"] == "ember.float64"
 
