@@ -248,8 +248,8 @@ def test_ddp_quickstart_example_trains_on_2_processes_and_saves_on_rank_0(tmp_pa
     example = Path(__file__).resolve().parents[2] / "examples" / "ddp_quickstart.py"
     ckpt = tmp_path / "model.pt"
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, str(example), "--out", str(ckpt)],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    command = [str(MPIEXEC), "-n", "2", sys.executable, str(example), "--epochs", "12", "--out", str(ckpt)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("epoch  0") == 1  # rank 0 alone prints
     accuracy = float(done.stdout.split("accuracy ")[1].split()[0])
