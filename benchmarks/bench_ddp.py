@@ -13,10 +13,12 @@ time. Printed: the median over rounds of each job's samples/s, their min..max, a
 (c) One 2-rank job times, in turns within the same processes: a step (forward + backward) of the plain model
 followed by a barrier (so that it lasts until the slower rank is done, as a synchronous step must), the same step
 with DDP (its backward includes waiting for the buckets' all-reduces), and the all-reduce of the DDP
-buckets' buffers alone (blocking, one bucket after the other). Printed: medians with min..max, and DDP's extra time
-over the plain step (the median of each DDP step's difference to the plain step timed just before it, which
-cancels slow drifts of the machine's load) as a fraction of the all-reduce time (target <= 0.3: at least 70% of
-the communication hidden behind backward or otherwise free).
+buckets' buffers alone (blocking, one bucket after the other); within the DDP step, the time spent launching the
+buckets (a collective returns once every rank has arrived, so this is mostly waiting for the other rank) and in the
+final callback (waiting for the all-reduces, copying the averages into ``.grad``). Printed: medians with
+min..max, and DDP's extra time over the plain step (the median of each DDP step's difference to the plain step
+timed just before it, which cancels slow drifts of the machine's load) as a fraction of the all-reduce time
+(target <= 0.3: at least 70% of the communication hidden behind backward or otherwise free).
 
 The machine may be shared: every figure is a median, with its spread, and the load average is printed.
 """
@@ -88,16 +90,31 @@ def _worker(args) -> None:
         def allreduce():
             for buf in buffers:
                 dist.all_reduce(buf)
-        samples = {"plain": [], "ddp": [], "allreduce": []}
+        samples = {"plain": [], "ddp": [], "allreduce": [], "launches": [], "final": []}
+        reducer = ddp.reducer  # where DDP's time goes: its bound methods, timed on the instance
+        reducer._launch = _timed(reducer._launch, samples["launches"])
+        reducer.finish = _timed(reducer.finish, samples["final"])
         for _ in range(3):
             plain_step(), ddp_step(), allreduce()
+        del samples["launches"][:], samples["final"][:]
         for _ in range(args.steps):
             for name, fn in (("plain", plain_step), ("ddp", ddp_step), ("allreduce", allreduce)):
                 samples[name].extend(_times(fn, 1, dist.barrier, warmup=0))
+        per_step = len(samples["launches"]) // args.steps
+        samples["launches"] = [sum(samples["launches"][i:i + per_step])
+                               for i in range(0, len(samples["launches"]), per_step)]
         result = {"buckets": [b.buffer.numel() for b in ddp.reducer.buckets], "samples": samples}
     if rank == 0:
         print(json.dumps(result), flush=True)
     dist.destroy_process_group()
+
+
+def _timed(fn, into: list):
+    def timed(*args):
+        start = time.perf_counter()
+        fn(*args)
+        into.append(time.perf_counter() - start)
+    return timed
 
 
 def _times(fn, steps: int, barrier, warmup: int = 3) -> list[float]:
@@ -150,6 +167,10 @@ def main() -> int:
         print(f"    plain model + barrier:     {_spread(s['plain'])}")
         print(f"    DDP:                       {_spread(s['ddp'])}")
         print(f"    all-reduce of the buckets: {_spread(s['allreduce'])}")
+        print(f"    of which in DDP's bucket launches (the ranks' arrival: waiting for the other rank): "
+              f"{_spread(s['launches'])}")
+        print(f"    of which in DDP's final callback (waiting for the all-reduces, averages into .grad): "
+              f"{_spread(s['final'])}")
         print(f"    DDP - plain, median of the {len(paired)} paired differences: {_spread(paired)} ms = {hidden:.2f} x "
               "the all-reduce time (target <= 0.3)")
     print(f"load average after: {os.getloadavg()}")
