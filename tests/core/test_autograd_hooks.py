@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember._sibling_api import queue_callback
 
 # -- detach, detach_, .data ------------------------------------------------------------------------------------
 
@@ -423,3 +424,29 @@ def test_gradients_match_numpy_through_hooks_and_retain():
     h.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), 2 * a)
     np.testing.assert_allclose(h.grad.numpy(), np.ones(4))
+
+
+# -- final callbacks (what DistributedDataParallel waits for its buckets in) ------------------------------------
+
+def test_queue_callback_runs_once_after_the_whole_backward_and_may_queue_more():
+    w1, w2 = ember.ones(2, requires_grad=True), ember.ones(2, requires_grad=True)
+    events = []
+
+    def second():
+        events.append("second")
+
+    def first():
+        events.append(("first", w1.grad.tolist(), w2.grad.tolist()))  # both complete
+        queue_callback(second)
+
+    w2.register_post_accumulate_grad_hook(lambda t: queue_callback(first))
+    ((w1 * 2).exp().sum() + (w2 * 3).sum()).backward()  # w2's gradient is complete before w1's
+    assert events == [("first", [pytest.approx(2 * np.exp(2))] * 2, [3.0, 3.0]), "second"]
+    events.clear()
+    (w1 * 2).sum().backward()  # callbacks belong to one backward
+    assert events == []
+
+
+def test_queue_callback_outside_a_backward_is_an_error():
+    with pytest.raises(RuntimeError, match="only be installed during backward pass"):
+        queue_callback(print)

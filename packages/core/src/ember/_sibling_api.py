@@ -37,6 +37,8 @@ share with nn's (each documented where it is defined):
 - ``broadcast_shape(a, b)``, ``get_reduction(reduction, size_average, reduce)``
   and ``pairwise_distance``: the loss helpers and op that ``ember.nn.functional``
   names, which core keeps out of the ``ember`` namespace;
+- ``queue_callback(fn)``: run ``fn()`` when the backward in progress has finished (PyTorch's
+  ``Variable._execution_engine.queue_callback``), for ember-parallel's DistributedDataParallel;
 - for ember-onnx: ``TRACE``, the context variable holding the op trace in progress
   (``Op.apply`` hands each call to it), ``numpy_dtype(dtype)``, the NumPy dtype of
   an ember dtype, and the pooling window geometry core's pooling ops use
@@ -52,6 +54,7 @@ from __future__ import annotations
 
 from ._dtype import numpy_dtype
 from ._tensor import Tensor
+from .autograd.engine import queue_callback
 from .autograd.function import TRACE, Op
 from .ops._common import cast_scalar, promote, wrap_dim
 from .ops._pool_windows import AdaptiveWindows, Windows, pool_windows, pooled_size
@@ -63,7 +66,7 @@ __all__ = [
     # tensors and their arrays
     "array", "array_namespace", "from_array", "share_storage", "uniform_arrays",
     # version counter and autograd history
-    "mark_modified", "version", "is_view", "take_history",
+    "mark_modified", "version", "is_view", "take_history", "queue_callback",
     # helpers core's ops share with nn's
     "Op", "parse_to", "promote", "wrap_dim", "cast_scalar", "broadcast_shape", "get_reduction", "pairwise_distance",
     # for ember-onnx: the op trace, dtypes, pooling windows

@@ -9,15 +9,53 @@ Once any leaf has a post-accumulate-grad hook (what DistributedDataParallel's bu
 also counts the edges into each ``AccumulateGrad`` node first and runs the node as soon as all of them have
 delivered, as PyTorch's engine does, rather than at its place in creation order: a leaf's node outlives a
 graph that a name keeps (the last step's ``loss``), and then its place is before every node of the new graph.
+
+:func:`queue_callback` (PyTorch's ``Variable._execution_engine.queue_callback``) lets a hook that runs during a
+backward ask for a function to run once that backward has finished: DistributedDataParallel waits for its
+buckets' all-reduces there.
 """
 from __future__ import annotations
 
 import heapq
+import threading
 
 from .._tensor import Tensor
 from . import anomaly
 from .grad_mode import STATE
 from .node import AccumulateGrad, grad_accumulator
+
+
+class _Callbacks(threading.local):
+    queue = None  # the final callbacks of this thread's backward in progress; None outside a backward
+
+
+_CALLBACKS = _Callbacks()
+
+
+def queue_callback(callback) -> None:
+    """Run ``callback()`` (no arguments) when the backward in progress has finished, after every other node and
+    hook of it; callbacks run in the order queued, and one may queue more. Only a hook running during a backward
+    may call it (PyTorch's ``Variable._execution_engine.queue_callback``, reached by ember's siblings through
+    ``ember._sibling_api.queue_callback``).
+
+    >>> import ember
+    >>> from ember.autograd.engine import queue_callback
+    >>> w, seen = ember.ones(2, requires_grad=True), []
+    >>> _ = w.register_hook(lambda g: queue_callback(lambda: seen.append(w.grad.tolist())))
+    >>> (w * 3).sum().backward(); seen
+    [[3.0, 3.0]]
+    """
+    queue = _CALLBACKS.queue
+    if queue is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    queue.append(callback)
+
+
+def _run_callbacks(queue) -> None:
+    i = 0
+    while i < len(queue):
+        queue[i]()
+        i += 1
 
 
 def _root_edge(t, i):
@@ -118,8 +156,9 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     results = [None] * len(inputs) if inputs is not None else None
     deps = _accumulation_deps(roots) if capture is None and Tensor._post_acc_hooks_in_use else None
 
-    prev_enabled = STATE.enabled
+    prev_enabled, outer_callbacks = STATE.enabled, _CALLBACKS.queue
     STATE.enabled = create_graph
+    _CALLBACKS.queue = callbacks = []
     try:
         while heap:
             node = heapq.heappop(heap)[2]
@@ -173,8 +212,10 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             if deps is not None:
                 _delivered(node, deps, buffers, heap)
             grad_inputs = g = None  # the buffers alone hold the gradients now (see AccumulateGrad.accumulate)
-    finally:
         STATE.enabled = prev_enabled
+        _run_callbacks(callbacks)
+    finally:
+        STATE.enabled, _CALLBACKS.queue = prev_enabled, outer_callbacks
     if inputs is not None:
         for i, r in enumerate(results):
             if r is None and not allow_unused:

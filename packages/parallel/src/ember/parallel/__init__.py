@@ -8,6 +8,9 @@
 - :class:`PipelineStage`, :class:`ScheduleGPipe`, :class:`Schedule1F1B`: a pipeline whose stages are ranks of a
   process group, exchanging activations and gradients with ``ember.distributed.send``/``recv``
   (``torch.distributed.pipelining``'s names).
+- :class:`DistributedDataParallel`: one process per device, gradients averaged over ranks in buckets during
+  backward; :class:`SyncBatchNorm` (batch statistics over ranks) and :class:`ZeroRedundancyOptimizer` (optimizer
+  state sharded over ranks) go with it; ``comm_hooks`` compress what it sends.
 - Model parallelism needs nothing from here: put the parts of a module on devices and call ``.to(device)`` in
   ``forward``; autograd carries the gradients back (``examples/model_parallel_resnet50.py``).
 
@@ -21,11 +24,15 @@ Without GPUs, the CPU backend's logical devices stand in for them (``EMBER_CPU_D
 ember.Size([4, 2])
 """
 from .data_parallel import DataParallel
+from .distributed import DistributedDataParallel
 from .parallel_apply import parallel_apply
 from .pipe import Pipe
 from .pipelining import PipelineScheduleSingle, PipelineStage, Schedule1F1B, ScheduleGPipe
 from .replicate import replicate
 from .scatter_gather import gather, scatter, scatter_kwargs
+from .sync_batchnorm import SyncBatchNorm
+from .zero import ZeroRedundancyOptimizer
 
 __all__ = ["DataParallel", "Pipe", "scatter", "scatter_kwargs", "gather", "replicate", "parallel_apply",
-           "PipelineStage", "PipelineScheduleSingle", "ScheduleGPipe", "Schedule1F1B"]
+           "PipelineStage", "PipelineScheduleSingle", "ScheduleGPipe", "Schedule1F1B", "DistributedDataParallel",
+           "SyncBatchNorm", "ZeroRedundancyOptimizer"]
