@@ -246,9 +246,10 @@ def test_parallel_apply_keeps_the_callers_grad_mode_and_checks_lengths():
 
 # -- ember.nn.DataParallel ---------------------------------------------------------------------------------------
 def test_ember_nn_reaches_data_parallel_only_when_asked():
-    assert nn.DataParallel is DataParallel and nn.parallel is parallel
+    assert nn.DataParallel is DataParallel and nn.parallel.DataParallel is DataParallel
     from ember.nn import DataParallel as imported
-    assert imported is DataParallel
+    from ember.nn.parallel import DistributedDataParallel as DDP  # torch.nn.parallel's path
+    assert imported is DataParallel and DDP is parallel.DistributedDataParallel
     with pytest.raises(AttributeError, match="module 'ember.nn' has no attribute 'NoSuchLayer'"):
         nn.NoSuchLayer  # noqa: B018
 
@@ -264,12 +265,18 @@ def test_without_ember_parallel_ember_nn_names_the_distribution_to_install():
         "        getattr(ember.nn, name)\n"
         "    except AttributeError as exc:\n"
         "        print(exc)\n"
+        "try:\n"
+        "    from ember.nn.parallel import DistributedDataParallel\n"
+        "except ModuleNotFoundError as exc:\n"
+        "    print(exc)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         f"ember.nn.{name} is provided by the ember-parallel distribution, which is not installed: "
-        "pip install ember-parallel" for name in ("DataParallel", "parallel")]
+        "pip install ember-parallel" for name in ("DataParallel", "parallel")] + [
+        "ember.nn.parallel is provided by the ember-parallel distribution, which is not installed: "
+        "pip install ember-parallel"]
 
 
 def test_importing_ember_nn_does_not_import_ember_parallel():

@@ -17,11 +17,12 @@ _FROM_PARALLEL = ("DataParallel", "parallel")
 
 def __getattr__(name):
     """``ember.nn.DataParallel`` and ``ember.nn.parallel`` (PEP 562): ember-parallel sits above ember-nn, so
-    ``ember.parallel`` is imported only when one of these names is asked for, never with ``ember.nn``."""
+    ``ember.nn.parallel`` (which imports ``ember.parallel``) is imported only when one of these names is asked
+    for, never with ``ember.nn``."""
     if name not in _FROM_PARALLEL:
         raise AttributeError(f"module 'ember.nn' has no attribute '{name}'")
     try:
-        parallel = importlib.import_module("ember.parallel")
+        parallel = importlib.import_module("ember.nn.parallel")
     except ModuleNotFoundError as exc:
         if exc.name != "ember.parallel":
             raise  # ember-parallel is there but something it needs is not: show that
