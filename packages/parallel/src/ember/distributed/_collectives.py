@@ -5,11 +5,13 @@ Each works in place on the tensors given (contiguous, on a device the group's ba
 :class:`~ember.distributed.Work` once every rank has entered it, the data moving until ``work.wait()``; otherwise
 it returns None when done. A rank outside ``group`` gets None and nothing happens, as in PyTorch.
 
->>> import ember, ember.distributed as dist                             # doctest: +SKIP
->>> dist.init_process_group()                                           # doctest: +SKIP
->>> t = ember.tensor([float(dist.get_rank() + 1)])                      # doctest: +SKIP
->>> dist.all_reduce(t, op=dist.ReduceOp.SUM); t                         # doctest: +SKIP
-tensor([3.])
+On each rank of a job (``ember-run -n 2 script.py``)::
+
+    import ember, ember.distributed as dist
+    dist.init_process_group()
+    t = ember.tensor([float(dist.get_rank() + 1)])
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    print(t)  # tensor([3.]) on both ranks
 """
 from __future__ import annotations
 

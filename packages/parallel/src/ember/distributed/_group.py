@@ -88,10 +88,11 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     job. ``init_method`` may be None or ``"env://"`` (MPI finds its peers itself); ``store``, ``group_name``,
     ``pg_options`` and ``device_id`` are accepted for PyTorch's sake and must be left unset.
 
-    >>> import ember.distributed as dist                                # doctest: +SKIP
-    >>> dist.init_process_group("mpi")                                  # doctest: +SKIP
-    >>> dist.get_rank(), dist.get_world_size()                          # doctest: +SKIP
-    (0, 2)
+    On each rank of a job (``ember-run -n 2 script.py``)::
+
+        import ember.distributed as dist
+        dist.init_process_group("mpi")
+        dist.get_rank(), dist.get_world_size()  # (0, 2) on rank 0
     """
     if GroupMember.WORLD is not None:
         raise ValueError("trying to initialize the default process group twice!")
@@ -186,10 +187,11 @@ def new_group(ranks=None, timeout: datetime.timedelta | None = None, backend: st
     group must call it, in the same order, with the same ranks (checked: a mismatch is an error naming the ranks).
     On a rank outside ``ranks`` the result has ``rank() == -1`` and collectives on it return None, as PyTorch's.
 
-    >>> import ember.distributed as dist                                # doctest: +SKIP
-    >>> pair = dist.new_group([0, 1])                                   # doctest: +SKIP
-    >>> dist.get_world_size(pair)                                       # doctest: +SKIP
-    2
+    On each rank of a job (``ember-run -n 2 script.py``)::
+
+        import ember.distributed as dist
+        pair = dist.new_group([0, 1])
+        dist.get_world_size(pair)  # 2
     """
     world = _require_init()
     if backend is not None and backend.lower() != world.backend_name:

@@ -3,11 +3,13 @@
 Objects travel pickled, as in PyTorch: only use them between the processes of one job, which trust each other
 (``pickle.loads`` runs code that the sending rank chose).
 
->>> import ember.distributed as dist                                    # doctest: +SKIP
->>> dist.init_process_group()                                           # doctest: +SKIP
->>> found = [None] * dist.get_world_size()                              # doctest: +SKIP
->>> dist.all_gather_object(found, {"rank": dist.get_rank()}); found     # doctest: +SKIP
-[{'rank': 0}, {'rank': 1}]
+On each rank of a job (``ember-run -n 2 script.py``)::
+
+    import ember.distributed as dist
+    dist.init_process_group()
+    found = [None] * dist.get_world_size()
+    dist.all_gather_object(found, {"rank": dist.get_rank()})
+    print(found)  # [{'rank': 0}, {'rank': 1}] on both ranks
 """
 from __future__ import annotations
 

@@ -107,7 +107,9 @@ def allreduce_hook(process_group, bucket: GradBucket) -> CommFuture:
     """Average the bucket's gradients over the ranks of ``process_group`` (None: the default group): divide by the
     group's size, then all-reduce (SUM), non-blocking. What DDP does without a hook.
 
-    >>> ddp.register_comm_hook(None, allreduce_hook)                    # doctest: +SKIP
+    On each rank of a job (``ember-run -n 2 script.py``)::
+
+        ddp.register_comm_hook(None, allreduce_hook)
     """
     buffer = bucket.buffer()
     buffer.div_(_group_size(process_group))
@@ -131,7 +133,10 @@ def fp16_compress_hook(process_group, bucket: GradBucket) -> CommFuture:
     precision: about 3 decimal digits), then cast back to the gradients' dtype (PyTorch's ``fp16_compress_hook``).
 
     >>> from ember.parallel.comm_hooks import fp16_compress_hook
-    >>> ddp.register_comm_hook(None, fp16_compress_hook)                # doctest: +SKIP
+
+    On each rank of a job (``ember-run -n 2 script.py``)::
+
+        ddp.register_comm_hook(None, fp16_compress_hook)
     """
     return _compress_hook(process_group, bucket, ember.float16)
 
@@ -139,6 +144,8 @@ def fp16_compress_hook(process_group, bucket: GradBucket) -> CommFuture:
 def bf16_compress_hook(process_group, bucket: GradBucket) -> CommFuture:
     """As :func:`fp16_compress_hook`, in ``bfloat16`` (float32's range, about 2 decimal digits).
 
-    >>> ddp.register_comm_hook(None, bf16_compress_hook)                # doctest: +SKIP
+    On each rank of a job (``ember-run -n 2 script.py``)::
+
+        ddp.register_comm_hook(None, bf16_compress_hook)
     """
     return _compress_hook(process_group, bucket, ember.bfloat16)

@@ -31,11 +31,13 @@ class DistributedDataParallel(nn.Module):
     naming it, at the end of that backward. ``device_ids`` and ``output_device`` must be None (CPU tensors); the
     wrapped model is ``ddp.module``, and ``ddp.state_dict()`` keys carry the ``module.`` prefix, as PyTorch's.
 
-    >>> import ember, ember.distributed as dist                         # doctest: +SKIP
-    >>> from ember.parallel import DistributedDataParallel as DDP        # doctest: +SKIP
-    >>> dist.init_process_group()                                        # doctest: +SKIP
-    >>> ddp = DDP(ember.nn.Linear(4, 2))                                 # doctest: +SKIP
-    >>> ddp(ember.randn(8, 4)).sum().backward()  # gradients averaged over the ranks   # doctest: +SKIP
+    On each rank of a job (``ember-run -n 2 script.py``)::
+
+        import ember, ember.distributed as dist
+        from ember.parallel import DistributedDataParallel as DDP
+        dist.init_process_group()
+        ddp = DDP(ember.nn.Linear(4, 2))
+        ddp(ember.randn(8, 4)).sum().backward()  # gradients averaged over the ranks
     """
 
     def __init__(self, module, device_ids=None, output_device=None, dim: int = 0, broadcast_buffers: bool = True,
@@ -98,9 +100,11 @@ class DistributedDataParallel(nn.Module):
         """Within it, backward accumulates gradients locally, without communication; the first backward after it
         averages the accumulated gradients (gradient accumulation over several micro-batches).
 
-        >>> with ddp.no_sync():                                          # doctest: +SKIP
-        ...     ddp(x1).sum().backward()  # local
-        >>> ddp(x2).sum().backward()      # averages the sum of both     # doctest: +SKIP
+        On each rank of a job (``ember-run -n 2 script.py``)::
+
+            with ddp.no_sync():
+                ddp(x1).sum().backward()  # local
+            ddp(x2).sum().backward()      # averages the sum of both
         """
         old = self.require_backward_grad_sync
         self.require_backward_grad_sync = False
@@ -114,7 +118,10 @@ class DistributedDataParallel(nn.Module):
         for every bucket; once, before the first backward.
 
         >>> from ember.parallel.comm_hooks import fp16_compress_hook
-        >>> ddp.register_comm_hook(None, fp16_compress_hook)             # doctest: +SKIP
+
+        On each rank of a job (``ember-run -n 2 script.py``)::
+
+            ddp.register_comm_hook(None, fp16_compress_hook)
         """
         if not callable(hook):
             raise TypeError(f"register_comm_hook: hook must be callable as hook(state, bucket), but got {hook!r}")
@@ -128,9 +135,11 @@ class DistributedDataParallel(nn.Module):
         answering the others' collectives (zero gradients) until every rank is done. Gradients are divided by the
         world size (``divide_by_initial_world_size``) or by the number of ranks still training.
 
-        >>> with ddp.join():                                             # doctest: +SKIP
-        ...     for x, y in loader:  # not the same length on every rank
-        ...         loss_fn(ddp(x), y).backward(); opt.step(); opt.zero_grad()
+        On each rank of a job (``ember-run -n 2 script.py``)::
+
+            with ddp.join():
+                for x, y in loader:  # not the same length on every rank
+                    loss_fn(ddp(x), y).backward(); opt.step(); opt.zero_grad()
         """
         if throw_on_early_termination:
             raise ValueError("join: throw_on_early_termination=True is not supported")

@@ -24,12 +24,14 @@ class ZeroRedundancyOptimizer(Optimizer):
     checkpoint, call ``consolidate_state_dict(to=0)`` on every rank, then ``state_dict()`` on rank 0: the state
     dict of the unsharded optimizer, which ``load_state_dict`` takes back (each rank keeping its share).
 
-    >>> import ember, ember.distributed as dist                          # doctest: +SKIP
-    >>> from ember.parallel import ZeroRedundancyOptimizer               # doctest: +SKIP
-    >>> opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=ember.optim.Adam, lr=1e-3)  # doctest: +SKIP
-    >>> loss.backward(); opt.step()                                      # doctest: +SKIP
-    >>> opt.consolidate_state_dict(to=0)                                 # doctest: +SKIP
-    >>> if dist.get_rank() == 0: ember.save(opt.state_dict(), "opt.pt")  # doctest: +SKIP
+    On each rank of a job (``ember-run -n 2 script.py``)::
+
+        import ember, ember.distributed as dist
+        from ember.parallel import ZeroRedundancyOptimizer
+        opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=ember.optim.Adam, lr=1e-3)
+        loss.backward(); opt.step()
+        opt.consolidate_state_dict(to=0)
+        if dist.get_rank() == 0: ember.save(opt.state_dict(), "opt.pt")
     """
 
     def __init__(self, params, optimizer_class, process_group=None, parameters_as_bucket_view: bool = False,
