@@ -1,27 +1,12 @@
 """ember.distributed's collectives on 2 and 3 MPI ranks, each run an ``mpiexec`` subprocess: results against NumPy on
 the gathered inputs, every ReduceOp and dtype, async handles, subgroups, object collectives, and the errors (tensors
 that disagree across ranks, a rank that never enters a collective)."""
-import os
-import subprocess
-import sys
-import textwrap
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-MPIEXEC = Path(sys.executable).parent / "mpiexec"
-
-
-def run_ranks(n, script, tmp_path, timeout=120):
-    """Run ``script`` on ``n`` ranks (its first argument: ``tmp_path``); the finished process."""
-    path = tmp_path / "script.py"
-    path.write_text(textwrap.dedent(script))
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    return subprocess.run([str(MPIEXEC), "-n", str(n), sys.executable, str(path), str(tmp_path)],
-                          capture_output=True, text=True, timeout=timeout, env=env)
-
+from .ranks import run_ranks
 
 # Every rank saves its inputs and outputs (np.savez) as rank<r>.npz; the test recomputes the outputs with NumPy.
 COLLECTIVES = """

@@ -3,11 +3,9 @@ SGD steps equal one process training on the concatenated batch (float64, 1e-10),
 buffers broadcast, the ``module.`` checkpoint, ``no_sync``, unused parameters (the error and
 ``find_unused_parameters``), uneven inputs with ``join()``, and the fp16-compression hook. Each rank writes what it
 measured to ``rank<r>.json``; the assertions are here."""
-import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,7 @@ import ember
 from ember.parallel import DistributedDataParallel
 from ember.parallel._reducer import assign_buckets
 
-MPIEXEC = Path(sys.executable).parent / "mpiexec"
+from .ranks import MPIEXEC, rank_outputs
 
 PRELUDE = """
 import sys, json, datetime
@@ -202,20 +200,9 @@ json.dump(out, open(f"{sys.argv[1]}/rank{r}.json", "w"))
 """
 
 
-def run_ranks(n, script, tmp_path, timeout=180):
-    """Run ``script`` on ``n`` ranks; each rank's ``out`` dict."""
-    path = tmp_path / "script.py"
-    path.write_text(textwrap.dedent(script))
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    done = subprocess.run([str(MPIEXEC), "-n", str(n), sys.executable, str(path), str(tmp_path)],
-                          capture_output=True, text=True, timeout=timeout, env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(n)]
-
-
 @pytest.mark.parametrize("n", [2, 3])
 def test_ddp_training_equals_one_process_on_the_concatenated_batch(tmp_path, n):
-    for r, out in enumerate(run_ranks(n, CORE, tmp_path)):
+    for r, out in enumerate(rank_outputs(n, CORE, tmp_path)):
         assert out["init_diff"] == 0.0  # rank 0's parameters broadcast at construction
         assert max(out["grad_diffs"]) < 1e-10 and max(out["param_diffs"]) < 1e-10, out
         assert out["moved"] > 1e-3
@@ -231,7 +218,7 @@ def test_ddp_training_equals_one_process_on_the_concatenated_batch(tmp_path, n):
 
 
 def test_ddp_no_sync_unused_parameters_join_and_fp16_hook(tmp_path):
-    for r, out in enumerate(run_ranks(2, FEATURES, tmp_path)):
+    for r, out in enumerate(rank_outputs(2, FEATURES, tmp_path)):
         assert out["no_sync_local_diff"] < 1e-12  # inside no_sync: this rank's own gradients
         assert out["no_sync_diff"] < 1e-10        # then the accumulated ones averaged
         error = out["unused_error"]

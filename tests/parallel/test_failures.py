@@ -5,14 +5,14 @@ import re
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
 
 from ember.distributed._failure import install_failure_handler
 from tests.parallel.test_launcher import EMBER_RUN, run_job, write
 
-MPIEXEC = str(Path(sys.executable).parent / "mpiexec")  # the mpich wheel's, as ember-run finds it
+from .ranks import MPIEXEC
+
 WITHIN_S = 10  # issue 15: the job ends within 10 s of the failure
 
 # rank 0 waits in a blocking call that rank 1 never joins; rank 1 fails half a second later (rank 0 is blocked

@@ -4,27 +4,12 @@ the unpipelined model (float64); 1F1B holds at most ``num_stages - stage`` micro
 seen in the memory peak); and the errors for a batch that n_microbatches does not divide and a stage count that is
 not the world size."""
 import json
-import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 
 from ember.parallel.pipelining import Schedule1F1B, ScheduleGPipe
 
-MPIEXEC = Path(sys.executable).parent / "mpiexec"
-
-
-def run_ranks(n, script, tmp_path, timeout=180):
-    """Run ``script`` on ``n`` ranks (its first argument: ``tmp_path``); the finished process."""
-    path = tmp_path / "script.py"
-    path.write_text(textwrap.dedent(script))
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    return subprocess.run([str(MPIEXEC), "-n", str(n), sys.executable, str(path), str(tmp_path)],
-                          capture_output=True, text=True, timeout=timeout, env=env)
-
+from .ranks import run_ranks
 
 # Every rank builds the same 7-layer float64 model (same seed), keeps its slice of layers as its stage, and compares
 # what the pipeline computed with the unpipelined model on the whole batch: each rank its own parameters' gradients,

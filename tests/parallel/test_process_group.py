@@ -7,7 +7,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +15,7 @@ import ember.distributed as dist
 from ember.distributed import registry
 from ember.errors import PluginError
 
-MPIEXEC = Path(sys.executable).parent / "mpiexec"
+from .ranks import MPIEXEC
 
 
 def test_importing_ember_distributed_starts_no_mpi():

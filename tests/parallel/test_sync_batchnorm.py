@@ -1,16 +1,10 @@
 """SyncBatchNorm on 2 and 3 MPI ranks holding batches of different sizes: outputs, input and parameter gradients and
 running statistics equal BatchNorm's on the concatenated batch (float64); convert_sync_batchnorm swaps the layers
 and keeps their tensors; inside DDP, 3 SGD steps of a conv net equal one process on the concatenated batch."""
-import json
-import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 
-MPIEXEC = Path(sys.executable).parent / "mpiexec"
+from .ranks import rank_outputs
 
 SCRIPT = """
 import sys, json, datetime
@@ -86,14 +80,7 @@ json.dump(out, open(f"{sys.argv[1]}/rank{r}.json", "w"))
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_sync_batchnorm_equals_batchnorm_on_the_concatenated_batch(tmp_path, n):
-    path = tmp_path / "script.py"
-    path.write_text(textwrap.dedent(SCRIPT))
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    done = subprocess.run([str(MPIEXEC), "-n", str(n), sys.executable, str(path), str(tmp_path)],
-                          capture_output=True, text=True, timeout=180, env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    for r in range(n):
-        out = json.loads((tmp_path / f"rank{r}.json").read_text())
+    for out in rank_outputs(n, SCRIPT, tmp_path):
         for key in ("out_diff", "input_grad_diff", "param_grad_diff", "running_diff", "eval_diff",
                     "ddp_running_diff"):
             assert out[key] < 1e-10, (key, out)

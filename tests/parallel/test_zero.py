@@ -1,16 +1,10 @@
 """ZeroRedundancyOptimizer on 2 and 3 MPI ranks, with DDP: 3 Adam steps (a learning-rate change on the way) equal the
 unsharded Adam on the concatenated batch (float64, 1e-10); each rank keeps the state of its share only; the
 consolidated state dict equals the unsharded optimizer's and loads back into a fresh ZeRO optimizer."""
-import json
-import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 
-MPIEXEC = Path(sys.executable).parent / "mpiexec"
+from .ranks import rank_outputs
 
 SCRIPT = """
 import sys, json, datetime
@@ -93,13 +87,7 @@ json.dump(out, open(f"{sys.argv[1]}/rank{r}.json", "w"))
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_zero_equals_the_unsharded_optimizer_and_consolidates(tmp_path, n):
-    path = tmp_path / "script.py"
-    path.write_text(textwrap.dedent(SCRIPT))
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    done = subprocess.run([str(MPIEXEC), "-n", str(n), sys.executable, str(path), str(tmp_path)],
-                          capture_output=True, text=True, timeout=180, env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    outs = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(n)]
+    outs = rank_outputs(n, SCRIPT, tmp_path)
     total = 5 * 16 + 16 + 16 * 8 + 8 + 8 * 3 + 3
     assert sum(o["local_state"] for o in outs) == 6          # each parameter's state on exactly one rank
     assert sum(o["local_numel"] for o in outs) == total
