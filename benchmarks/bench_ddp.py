@@ -14,11 +14,11 @@ time. Printed: the median over rounds of each job's samples/s, their min..max, a
 followed by a barrier (so that it lasts until the slower rank is done, as a synchronous step must), the same step
 with DDP (its backward includes waiting for the buckets' all-reduces), and the all-reduce of the DDP
 buckets' buffers alone (blocking, one bucket after the other); within the DDP step, the time spent launching the
-buckets (a collective returns once every rank has arrived, so this is mostly waiting for the other rank) and in the
-final callback (waiting for the all-reduces, copying the averages into ``.grad``). Printed: medians with
-min..max, and DDP's extra time over the plain step (the median of each DDP step's difference to the plain step
-timed just before it, which cancels slow drifts of the machine's load) as a fraction of the all-reduce time
-(target <= 0.3: at least 70% of the communication hidden behind backward or otherwise free).
+buckets (dividing the buffer by the world size, posting the non-blocking collective: it returns at once) and in the
+final callback (waiting for the all-reduces, and so for the slower rank, copying the averages into ``.grad``).
+Printed: medians with min..max, and DDP's extra time over the plain step (the median of each DDP step's difference
+to the plain step timed just before it, which cancels slow drifts of the machine's load) as a fraction of the
+all-reduce time (target <= 0.3: at least 70% of the communication hidden behind backward or otherwise free).
 
 The machine may be shared: every figure is a median, with its spread, and the load average is printed.
 """
@@ -167,9 +167,10 @@ def main() -> int:
         print(f"    plain model + barrier:     {_spread(s['plain'])}")
         print(f"    DDP:                       {_spread(s['ddp'])}")
         print(f"    all-reduce of the buckets: {_spread(s['allreduce'])}")
-        print(f"    of which in DDP's bucket launches (the ranks' arrival: waiting for the other rank): "
+        print(f"    of which in DDP's bucket launches (dividing the buffers, posting the all-reduces): "
               f"{_spread(s['launches'])}")
-        print(f"    of which in DDP's final callback (waiting for the all-reduces, averages into .grad): "
+        print(f"    of which in DDP's final callback (waiting for the all-reduces and the slower rank, averages into "
+              ".grad): "
               f"{_spread(s['final'])}")
         print(f"    DDP - plain, median of the {len(paired)} paired differences: {_spread(paired)} ms = {hidden:.2f} x "
               "the all-reduce time (target <= 0.3)")

@@ -1,8 +1,9 @@
 """DistributedDataParallel's reducer: parameters in buckets, gradients copied into a bucket's flat buffer as each
 becomes ready during backward (post-accumulate-grad hooks), a bucket's communication launched non-blocking as soon
 as its last gradient arrived (buckets launch in order, so that every rank issues the same collectives in the same
-order), and all of them waited for in a final callback at the end of backward, which writes the averaged gradients
-back into the parameters' ``.grad``.
+order), moved on (``is_completed``: MPI moves data only while it is called) from every later gradient hook, so
+that communication overlaps the rest of backward, and all of them waited for in a final callback at the end of
+backward, which writes the averaged gradients back into the parameters' ``.grad``.
 
 Buckets follow PyTorch's ``compute_bucket_assignment_by_size``: parameters in reverse registration order (the order
 backward produces their gradients in), one dtype per bucket, a bucket closed once it holds ``cap`` bytes or more;
@@ -15,7 +16,7 @@ import ember
 import ember.distributed as dist
 from ember import _sibling_api as core
 
-from .comm_hooks import GradBucket, allreduce_hook
+from .comm_hooks import CommFuture, GradBucket, allreduce_hook
 
 __all__ = ["Reducer", "assign_buckets", "FIRST_BUCKET_BYTES"]
 
@@ -75,6 +76,7 @@ class Reducer:
         self.used: list[bool] = []
         self.unused: list[int] = []  # parameters the outputs do not depend on (find_unused), until backward starts
         self.launched = 0
+        self.completed = 0  # launched buckets known complete (the ones before this one)
         self.callback_queued = False
         for i, p in enumerate(params):
             p.register_post_accumulate_grad_hook(self._hook_for(i))
@@ -88,7 +90,8 @@ class Reducer:
     def prepare(self, outputs, divisor: int) -> None:
         """A forward that the next backward must sync ran, giving ``outputs``; with ``find_unused``, find the
         parameters the outputs do not depend on (they count as ready, with zero gradients, once backward starts)."""
-        self.active, self.launched, self.callback_queued, self.divisor = True, 0, False, divisor
+        self.active, self.launched, self.completed, self.callback_queued = True, 0, 0, False
+        self.divisor = divisor
         self.ready = [False] * len(self.params)
         self.used = [False] * len(self.params)
         for bucket in self.buckets:
@@ -133,6 +136,15 @@ class Reducer:
         while self.launched < len(self.buckets) and self.buckets[self.launched].pending == 0:
             self._launch(self.buckets[self.launched])
             self.launched += 1
+        self._progress()
+
+    def _progress(self) -> None:
+        """Move the launched buckets' communication on, oldest first, without blocking."""
+        while self.completed < self.launched:
+            future = self.buckets[self.completed].future
+            if not isinstance(future, CommFuture) or not future._progress():
+                return
+            self.completed += 1
 
     def _launch(self, bucket: _Bucket) -> None:
         grad_bucket = GradBucket(bucket.index, bucket.buffer, bucket.params, bucket.offsets,
