@@ -49,7 +49,7 @@ def assign_buckets(params: list, cap_bytes: int, first_cap_bytes: int = FIRST_BU
 
 
 class _Bucket:
-    __slots__ = ("index", "indices", "params", "offsets", "buffer", "pending", "future")
+    __slots__ = ("index", "indices", "params", "offsets", "buffer", "views", "pending", "future")
 
     def __init__(self, index, indices, params):
         self.index, self.indices, self.params = index, indices, params
@@ -58,14 +58,18 @@ class _Bucket:
             self.offsets.append(total)
             total += p.numel()
         self.buffer = ember.zeros(total, dtype=params[0].dtype, device=params[0].device)
+        #: each parameter's part of the buffer, in its shape (its ``.grad`` with ``gradient_as_bucket_view``)
+        self.views = [self.buffer[o:o + p.numel()].view(p.shape) for o, p in zip(self.offsets, params)]
         self.pending, self.future = 0, None
 
 
 class Reducer:
     """The buckets of ``params`` (named ``names``) over ``process_group``, and the state of one backward."""
 
-    def __init__(self, params: list, names: list[str], process_group, cap_bytes: int, find_unused: bool):
+    def __init__(self, params: list, names: list[str], process_group, cap_bytes: int, find_unused: bool,
+                 grad_as_view: bool = False):
         self.params, self.names, self.process_group, self.find_unused = params, names, process_group, find_unused
+        self.grad_as_view = grad_as_view  # gradient_as_bucket_view: the .grad are the buckets' views
         self.buckets = [_Bucket(b, idx, [params[i] for i in idx])
                         for b, idx in enumerate(assign_buckets(params, cap_bytes))]
         self.where = {i: (bucket, pos) for bucket in self.buckets for pos, i in enumerate(bucket.indices)}
@@ -124,12 +128,15 @@ class Reducer:
                                "backward (a second backward through the same forward, or a reentrant backward); "
                                "run a forward through DDP before each backward")
         bucket, pos = self.where[i]
-        view = bucket.buffer[bucket.offsets[pos]:bucket.offsets[pos] + self.params[i].numel()]
+        view = bucket.views[pos]
         with ember.no_grad():
             if grad is None:
                 view.zero_()
             else:
-                view.copy_(grad.reshape(-1))
+                if grad is not view:  # with gradient_as_bucket_view, backward accumulated into the view itself
+                    view.copy_(grad)
+                    if self.grad_as_view:
+                        self.params[i].grad = view
                 self.used[i] = True
         self.ready[i] = True
         bucket.pending -= 1
@@ -170,9 +177,14 @@ class Reducer:
             for bucket in self.buckets:
                 result = bucket.future.wait()
                 bucket.future = None
+                if self.grad_as_view and result is not bucket.buffer:
+                    bucket.buffer.copy_(result)  # a comm hook's own tensor: into the buffer the .grad view
                 for pos, (i, p) in enumerate(zip(bucket.indices, bucket.params)):
                     if globally_used is not None and not globally_used[i]:
                         continue  # no rank used it: its .grad stays as it was, as PyTorch's
+                    if self.grad_as_view:
+                        p.grad = bucket.views[pos]  # already it, unless this rank did not use p
+                        continue
                     avg = result[bucket.offsets[pos]:bucket.offsets[pos] + p.numel()].view(p.shape)
                     if p.grad is None:
                         p.grad = avg.clone()
