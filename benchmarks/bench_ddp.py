@@ -3,7 +3,8 @@
 
 Run from the repository root (it starts its workers under the venv's ``mpiexec``, one BLAS thread per rank)::
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/bench_ddp.py [--rounds 5] [--steps 15]
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/bench_ddp.py [--rounds 5] [--steps 15] \
+        [--gradient-as-bucket-view]
 
 (a) Each round launches a 1-rank job (the plain model, no DDP) and a 2-rank job (DDP), in turns; each job times
 ``--steps`` training steps after 3 warm-up steps and reports its median step time; samples/s is ranks x 64 / that
@@ -13,12 +14,13 @@ time. Printed: the median over rounds of each job's samples/s, their min..max, a
 (c) One 2-rank job times, in turns within the same processes: a step (forward + backward) of the plain model
 followed by a barrier (so that it lasts until the slower rank is done, as a synchronous step must), the same step
 with DDP (its backward includes waiting for the buckets' all-reduces), and the all-reduce of the DDP
-buckets' buffers alone (blocking, one bucket after the other); within the DDP step, the time spent launching the
-buckets (a collective returns once every rank has arrived, so this is mostly waiting for the other rank) and in the
-final callback (waiting for the all-reduces, copying the averages into ``.grad``). Printed: medians with
-min..max, and DDP's extra time over the plain step (the median of each DDP step's difference to the plain step
-timed just before it, which cancels slow drifts of the machine's load) as a fraction of the all-reduce time
-(target <= 0.3: at least 70% of the communication hidden behind backward or otherwise free).
+buckets' buffers alone (blocking, one bucket after the other); within the DDP step, the time spent in the gradient
+hooks (copying each gradient into its bucket, launching the buckets, moving the launched ones on), in launching the
+buckets (dividing the buffer by the world size, posting the non-blocking collective: it returns at once) and in the
+final callback (waiting for the all-reduces, and so for the slower rank, copying the averages into ``.grad``).
+Printed: medians with min..max, and DDP's extra time over the plain step (the median of each DDP step's difference
+to the plain step timed just before it, which cancels slow drifts of the machine's load) as a fraction of the
+all-reduce time (target <= 0.3: at least 70% of the communication hidden behind backward or otherwise free).
 
 The machine may be shared: every figure is a median, with its spread, and the load average is printed.
 """
@@ -41,6 +43,8 @@ def _launch(nproc: int, mode: str, args) -> dict:
     mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     command = [mpiexec, "-n", str(nproc), sys.executable, __file__, "--worker", mode, "--steps", str(args.steps),
                "--bucket-cap-mb", str(args.bucket_cap_mb)]
+    if args.gradient_as_bucket_view:
+        command.append("--gradient-as-bucket-view")
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         raise RuntimeError(f"the {nproc}-rank {mode} job failed:\n{done.stdout}\n{done.stderr}")
@@ -63,7 +67,8 @@ def _worker(args) -> None:
     x = ember.randn(*x.shape)  # each rank its own batch
     result = {}
     if args.worker == "throughput":
-        net = DDP(model, bucket_cap_mb=args.bucket_cap_mb) if n > 1 else model
+        net = model if n == 1 else DDP(model, bucket_cap_mb=args.bucket_cap_mb,
+                                       gradient_as_bucket_view=args.gradient_as_bucket_view)
         opt = ember.optim.Adam(net.parameters(), lr=cnn.LR)
 
         def step():
@@ -74,7 +79,7 @@ def _worker(args) -> None:
         result = {"ranks": n, "step_s": statistics.median(times), "samples_per_s": n * cnn.BATCH /
                   statistics.median(times)}
     else:
-        ddp = DDP(model, bucket_cap_mb=args.bucket_cap_mb)
+        ddp = DDP(model, bucket_cap_mb=args.bucket_cap_mb, gradient_as_bucket_view=args.gradient_as_bucket_view)
         plain = cnn.build(ember)[0]
         buffers = [b.buffer for b in ddp.reducer.buckets]
 
@@ -90,19 +95,20 @@ def _worker(args) -> None:
         def allreduce():
             for buf in buffers:
                 dist.all_reduce(buf)
-        samples = {"plain": [], "ddp": [], "allreduce": [], "launches": [], "final": []}
+        samples = {"plain": [], "ddp": [], "allreduce": [], "hooks": [], "launches": [], "final": []}
         reducer = ddp.reducer  # where DDP's time goes: its bound methods, timed on the instance
+        reducer.mark_ready = _timed(reducer.mark_ready, samples["hooks"])
         reducer._launch = _timed(reducer._launch, samples["launches"])
         reducer.finish = _timed(reducer.finish, samples["final"])
         for _ in range(3):
             plain_step(), ddp_step(), allreduce()
-        del samples["launches"][:], samples["final"][:]
+        del samples["hooks"][:], samples["launches"][:], samples["final"][:]
         for _ in range(args.steps):
             for name, fn in (("plain", plain_step), ("ddp", ddp_step), ("allreduce", allreduce)):
                 samples[name].extend(_times(fn, 1, dist.barrier, warmup=0))
-        per_step = len(samples["launches"]) // args.steps
-        samples["launches"] = [sum(samples["launches"][i:i + per_step])
-                               for i in range(0, len(samples["launches"]), per_step)]
+        for name in ("hooks", "launches"):  # per step
+            per_step = len(samples[name]) // args.steps
+            samples[name] = [sum(samples[name][i:i + per_step]) for i in range(0, len(samples[name]), per_step)]
         result = {"buckets": [b.buffer.numel() for b in ddp.reducer.buckets], "samples": samples}
     if rank == 0:
         print(json.dumps(result), flush=True)
@@ -138,6 +144,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5, help="1-rank/2-rank job pairs for (a)")
     parser.add_argument("--steps", type=int, default=15, help="timed steps per job")
     parser.add_argument("--bucket-cap-mb", type=float, default=25)
+    parser.add_argument("--gradient-as-bucket-view", action="store_true",
+                        help="DDP's gradient_as_bucket_view=True (no copy of the averages into .grad)")
     parser.add_argument("--skip", choices=("throughput", "overlap"), help="leave one part out")
     parser.add_argument("--worker", choices=("throughput", "overlap"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -167,9 +175,12 @@ def main() -> int:
         print(f"    plain model + barrier:     {_spread(s['plain'])}")
         print(f"    DDP:                       {_spread(s['ddp'])}")
         print(f"    all-reduce of the buckets: {_spread(s['allreduce'])}")
-        print(f"    of which in DDP's bucket launches (the ranks' arrival: waiting for the other rank): "
+        print(f"    of which in DDP's gradient hooks (copies into the buckets, launches, progress): "
+              f"{_spread(s['hooks'])}")
+        print(f"      of which in the bucket launches (dividing the buffers, posting the all-reduces): "
               f"{_spread(s['launches'])}")
-        print(f"    of which in DDP's final callback (waiting for the all-reduces, averages into .grad): "
+        print(f"    of which in DDP's final callback (waiting for the all-reduces and the slower rank, averages into "
+              ".grad): "
               f"{_spread(s['final'])}")
         print(f"    DDP - plain, median of the {len(paired)} paired differences: {_spread(paired)} ms = {hidden:.2f} x "
               "the all-reduce time (target <= 0.3)")

@@ -90,6 +90,28 @@ bare = make()
 bare.load_state_dict(loaded)
 out["ckpt_diff"] = max(maxdiff(p, q) for p, q in zip(bare.parameters(), ref.parameters()))
 
+# gradient_as_bucket_view: the same training, the .grad views into the buckets (whether zero_grad sets them to None
+# or zeroes the views in place, so that backward accumulates into them)
+ember.manual_seed(100)
+vref = make()
+ember.manual_seed(100)
+vmodel = make()
+vddp = DDP(vmodel, bucket_cap_mb=0.0002, gradient_as_bucket_view=True)
+vopt = ember.optim.SGD(vddp.parameters(), lr=0.1, momentum=0.9)
+vref_opt = ember.optim.SGD(vref.parameters(), lr=0.1, momentum=0.9)
+view_diffs, views = [], []
+for step in range(4):
+    x, y = batch(step, seed=3)
+    vopt.zero_grad(set_to_none=step % 2 == 0); vref_opt.zero_grad()
+    nn.functional.mse_loss(vddp(mine(x)), mine(y)).backward()
+    nn.functional.mse_loss(vref(x), y).backward()
+    view_diffs.append(max(maxdiff(p.grad, q.grad) for p, q in zip(vmodel.parameters(), vref.parameters())))
+    views.append(all(any(np.shares_memory(p.grad.numpy(), b.buffer.numpy()) for b in vddp.reducer.buckets)
+                     for p in vmodel.parameters()))
+    vopt.step(); vref_opt.step()
+out["view_diffs"], out["views"] = view_diffs, views
+out["view_param_diff"] = max(maxdiff(p, q) for p, q in zip(vmodel.parameters(), vref.parameters()))
+
 
 class Counter(nn.Module):  # a buffer that each forward changes
     def __init__(self):
@@ -213,6 +235,8 @@ def test_ddp_training_equals_one_process_on_the_concatenated_batch(tmp_path, n):
         assert all(missing for b, missing in out["launches"] if b < nb - 1)
         assert out["keys"] == sorted(f"module.{i}.{w}" for i in (0, 2, 4) for w in ("weight", "bias"))
         assert out["ckpt_diff"] < 1e-10
+        assert max(out["view_diffs"]) < 1e-10 and out["view_param_diff"] < 1e-10, out
+        assert out["views"] == [True] * 4  # every .grad a view into a bucket, each step
         assert out["count_True"] == 6.0  # rank 0's 5, broadcast before the forward's += 1
         assert out["count_False"] == 10.0 * r + 6
 

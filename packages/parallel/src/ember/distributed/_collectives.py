@@ -2,8 +2,9 @@
 
 Each works in place on the tensors given (contiguous, on a device the group's backend serves), on ``group``
 (default: the default group); ``src``/``dst`` are global ranks. With ``async_op=True`` a collective returns a
-:class:`~ember.distributed.Work` once every rank has entered it, the data moving until ``work.wait()``; otherwise
-it returns None when done. A rank outside ``group`` gets None and nothing happens, as in PyTorch.
+:class:`~ember.distributed.Work` at once (the ranks' arrival, the check that their tensors agree and the data's
+transfer move on in ``work.is_completed()`` and ``work.wait()``, which raises a mismatch's error); otherwise it
+returns None when done. A rank outside ``group`` gets None and nothing happens, as in PyTorch.
 
 On each rank of a job (``ember-run -n 2 script.py``)::
 

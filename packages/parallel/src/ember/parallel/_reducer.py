@@ -1,8 +1,9 @@
 """DistributedDataParallel's reducer: parameters in buckets, gradients copied into a bucket's flat buffer as each
 becomes ready during backward (post-accumulate-grad hooks), a bucket's communication launched non-blocking as soon
 as its last gradient arrived (buckets launch in order, so that every rank issues the same collectives in the same
-order), and all of them waited for in a final callback at the end of backward, which writes the averaged gradients
-back into the parameters' ``.grad``.
+order), moved on (``is_completed``: MPI moves data only while it is called) from every later gradient hook, so
+that communication overlaps the rest of backward, and all of them waited for in a final callback at the end of
+backward, which writes the averaged gradients back into the parameters' ``.grad``.
 
 Buckets follow PyTorch's ``compute_bucket_assignment_by_size``: parameters in reverse registration order (the order
 backward produces their gradients in), one dtype per bucket, a bucket closed once it holds ``cap`` bytes or more;
@@ -15,7 +16,7 @@ import ember
 import ember.distributed as dist
 from ember import _sibling_api as core
 
-from .comm_hooks import GradBucket, allreduce_hook
+from .comm_hooks import CommFuture, GradBucket, allreduce_hook
 
 __all__ = ["Reducer", "assign_buckets", "FIRST_BUCKET_BYTES"]
 
@@ -48,7 +49,7 @@ def assign_buckets(params: list, cap_bytes: int, first_cap_bytes: int = FIRST_BU
 
 
 class _Bucket:
-    __slots__ = ("index", "indices", "params", "offsets", "buffer", "pending", "future")
+    __slots__ = ("index", "indices", "params", "offsets", "buffer", "views", "pending", "future")
 
     def __init__(self, index, indices, params):
         self.index, self.indices, self.params = index, indices, params
@@ -57,14 +58,18 @@ class _Bucket:
             self.offsets.append(total)
             total += p.numel()
         self.buffer = ember.zeros(total, dtype=params[0].dtype, device=params[0].device)
+        #: each parameter's part of the buffer, in its shape (its ``.grad`` with ``gradient_as_bucket_view``)
+        self.views = [self.buffer[o:o + p.numel()].view(p.shape) for o, p in zip(self.offsets, params)]
         self.pending, self.future = 0, None
 
 
 class Reducer:
     """The buckets of ``params`` (named ``names``) over ``process_group``, and the state of one backward."""
 
-    def __init__(self, params: list, names: list[str], process_group, cap_bytes: int, find_unused: bool):
+    def __init__(self, params: list, names: list[str], process_group, cap_bytes: int, find_unused: bool,
+                 grad_as_view: bool = False):
         self.params, self.names, self.process_group, self.find_unused = params, names, process_group, find_unused
+        self.grad_as_view = grad_as_view  # gradient_as_bucket_view: the .grad are the buckets' views
         self.buckets = [_Bucket(b, idx, [params[i] for i in idx])
                         for b, idx in enumerate(assign_buckets(params, cap_bytes))]
         self.where = {i: (bucket, pos) for bucket in self.buckets for pos, i in enumerate(bucket.indices)}
@@ -75,6 +80,7 @@ class Reducer:
         self.used: list[bool] = []
         self.unused: list[int] = []  # parameters the outputs do not depend on (find_unused), until backward starts
         self.launched = 0
+        self.completed = 0  # launched buckets known complete (the ones before this one)
         self.callback_queued = False
         for i, p in enumerate(params):
             p.register_post_accumulate_grad_hook(self._hook_for(i))
@@ -88,7 +94,8 @@ class Reducer:
     def prepare(self, outputs, divisor: int) -> None:
         """A forward that the next backward must sync ran, giving ``outputs``; with ``find_unused``, find the
         parameters the outputs do not depend on (they count as ready, with zero gradients, once backward starts)."""
-        self.active, self.launched, self.callback_queued, self.divisor = True, 0, False, divisor
+        self.active, self.launched, self.completed, self.callback_queued = True, 0, 0, False
+        self.divisor = divisor
         self.ready = [False] * len(self.params)
         self.used = [False] * len(self.params)
         for bucket in self.buckets:
@@ -121,18 +128,30 @@ class Reducer:
                                "backward (a second backward through the same forward, or a reentrant backward); "
                                "run a forward through DDP before each backward")
         bucket, pos = self.where[i]
-        view = bucket.buffer[bucket.offsets[pos]:bucket.offsets[pos] + self.params[i].numel()]
+        view = bucket.views[pos]
         with ember.no_grad():
             if grad is None:
                 view.zero_()
             else:
-                view.copy_(grad.reshape(-1))
+                if grad is not view:  # with gradient_as_bucket_view, backward accumulated into the view itself
+                    view.copy_(grad)
+                    if self.grad_as_view:
+                        self.params[i].grad = view
                 self.used[i] = True
         self.ready[i] = True
         bucket.pending -= 1
         while self.launched < len(self.buckets) and self.buckets[self.launched].pending == 0:
             self._launch(self.buckets[self.launched])
             self.launched += 1
+        self._progress()
+
+    def _progress(self) -> None:
+        """Move the launched buckets' communication on, oldest first, without blocking."""
+        while self.completed < self.launched:
+            future = self.buckets[self.completed].future
+            if not isinstance(future, CommFuture) or not future._progress():
+                return
+            self.completed += 1
 
     def _launch(self, bucket: _Bucket) -> None:
         grad_bucket = GradBucket(bucket.index, bucket.buffer, bucket.params, bucket.offsets,
@@ -158,9 +177,14 @@ class Reducer:
             for bucket in self.buckets:
                 result = bucket.future.wait()
                 bucket.future = None
+                if self.grad_as_view and result is not bucket.buffer:
+                    bucket.buffer.copy_(result)  # a comm hook's own tensor: into the buffer the .grad view
                 for pos, (i, p) in enumerate(zip(bucket.indices, bucket.params)):
                     if globally_used is not None and not globally_used[i]:
                         continue  # no rank used it: its .grad stays as it was, as PyTorch's
+                    if self.grad_as_view:
+                        p.grad = bucket.views[pos]  # already it, unless this rank did not use p
+                        continue
                     avg = result[bucket.offsets[pos]:bucket.offsets[pos] + p.numel()].view(p.shape)
                     if p.grad is None:
                         p.grad = avg.clone()

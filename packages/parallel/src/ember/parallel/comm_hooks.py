@@ -70,8 +70,8 @@ class CommFuture:
     tensor([3., 3.])
     """
 
-    def __init__(self, work, finish):
-        self._work, self._finish = work, finish
+    def __init__(self, work, finish, after: CommFuture | None = None):
+        self._work, self._finish, self._after = work, finish, after  # after: the future this one was chained to
         self._done, self._value = False, None
 
     def wait(self):
@@ -92,7 +92,14 @@ class CommFuture:
 
     def then(self, callback) -> CommFuture:
         """A future of ``callback(self)``, run when that future is waited on."""
-        return CommFuture(None, lambda: callback(self._waited()))
+        return CommFuture(None, lambda: callback(self._waited()), self)
+
+    def _progress(self) -> bool:
+        """Move the communication on without blocking (MPI moves data only while it is called): whether it
+        completed. DDP's reducer calls it from the gradient hooks, so that buckets travel during backward."""
+        if self._work is not None:
+            return self._work.is_completed()
+        return self._after is None or self._after._progress()
 
     def _waited(self) -> CommFuture:
         self.wait()

@@ -28,8 +28,11 @@ class DistributedDataParallel(nn.Module):
     ``bucket_cap_mb`` caps a bucket (MiB; the first bucket 1 MiB, as PyTorch's). ``broadcast_buffers`` re-sends
     rank 0's buffers before each forward. ``find_unused_parameters=True`` lets a forward leave parameters out of the
     loss (it walks the output's graph after each forward); without it a parameter that got no gradient is an error
-    naming it, at the end of that backward. ``device_ids`` and ``output_device`` must be None (CPU tensors); the
-    wrapped model is ``ddp.module``, and ``ddp.state_dict()`` keys carry the ``module.`` prefix, as PyTorch's.
+    naming it, at the end of that backward. ``gradient_as_bucket_view=True`` makes each parameter's ``.grad``, once
+    reduced, a view into its bucket's buffer (as PyTorch's: no copy of the averages into ``.grad``, and none into the
+    bucket when the gradients accumulate into the views, that is with ``zero_grad(set_to_none=False)``).
+    ``device_ids`` and ``output_device`` must be None (CPU tensors); the wrapped model is ``ddp.module``, and
+    ``ddp.state_dict()`` keys carry the ``module.`` prefix, as PyTorch's.
 
     On each rank of a job (``ember-run -n 2 script.py``)::
 
@@ -51,9 +54,8 @@ class DistributedDataParallel(nn.Module):
             if value is not None and not (name == "device_ids" and list(value) in ([], ["cpu"])):
                 raise ValueError(f"DistributedDataParallel: {name}={value!r}: ember's DDP runs one process per "
                                  "CPU replica; leave device_ids and output_device None")
-        if gradient_as_bucket_view or static_graph:
-            raise ValueError("DistributedDataParallel: gradient_as_bucket_view and static_graph are not supported; "
-                             "leave them False")
+        if static_graph:
+            raise ValueError("DistributedDataParallel: static_graph is not supported; leave it False")
         if bucket_cap_mb is None:
             bucket_cap_mb = 25
         if not isinstance(bucket_cap_mb, (int, float)) or bucket_cap_mb <= 0:
@@ -71,7 +73,8 @@ class DistributedDataParallel(nn.Module):
                                "that requires a gradient.")
         self._sync_module_states()
         self.reducer = Reducer([p for _, p in named], [n for n, _ in named], process_group,
-                               int(bucket_cap_mb * 1024 * 1024), find_unused_parameters)
+                               int(bucket_cap_mb * 1024 * 1024), find_unused_parameters,
+                               bool(gradient_as_bucket_view))
 
     def _sync_module_states(self) -> None:
         """Every rank's parameters and buffers become rank 0's (of the group)."""

@@ -3,13 +3,18 @@ driven by ``MPI.Request.Test`` until the group's deadline, so that no wait is un
 
 An operation's generator yields :class:`Pending` phases; the work tests the phase's requests and resumes the
 generator when they completed. A phase still pending at the deadline names, in the timeout error, who or what was
-missing (``Pending.missing()``). A collective's first phase is the ranks' arrival (their metadata exchange): the
-work is created only once every rank has arrived, so that all ranks post their data transfers in the same order;
-the transfer then runs in the background until ``wait()``.
+missing (``Pending.missing()``). Creating a work posts its first phase and returns: nothing blocks until ``wait()``.
+A collective's first phase is the ranks' arrival (their metadata exchange, marked ``arrival``); the work advances
+in stages on ``is_completed()`` and ``wait()``: metadata complete and consistent, data transfer posted, complete.
+MPI requires every rank to post a communicator's collectives in the same order, so the works of a group whose
+transfer is not posted yet wait in the group's ``queue``, oldest first: advancing a work advances the older ones
+first, and a work posts its transfer only once every older one has posted its own (or failed the same way on every
+rank, as a metadata mismatch does).
 """
 from __future__ import annotations
 
 import time
+from collections import deque
 
 from .._errors import DistBackendError
 from ..backend import Work
@@ -25,8 +30,8 @@ _NAP_S = 0.0005
 
 class Pending:
     """A phase of an operation: ``requests`` to complete and ``missing()``, the text a timeout error gives for who
-    or what did not arrive; ``arrival`` marks the phase in which the ranks meet (waited for before the operation's
-    call returns)."""
+    or what did not arrive; ``arrival`` marks the phases before a collective's transfer is posted (the ranks'
+    meeting), which the group's works go through in order."""
 
     __slots__ = ("requests", "missing", "arrival", "_next")
 
@@ -45,10 +50,11 @@ class Pending:
 
 
 class MPIWork(Work):
-    """A handle on one operation of an :class:`~ember.distributed.backends.mpi.MPIBackend`; it waits for the ranks'
-    arrival when it is created."""
+    """A handle on one operation of an :class:`~ember.distributed.backends.mpi.MPIBackend`; creating it posts the
+    operation's first phase. ``queue`` (a collective's: its group's deque of works not yet past their arrival) orders
+    the posting of the transfers."""
 
-    def __init__(self, backend, name: str, steps, seq: int | None = None):
+    def __init__(self, backend, name: str, steps, seq: int | None = None, queue: deque | None = None):
         self._backend = backend
         self._name, self._seq = name, seq  # a collective's number on its group, for messages
         self._steps = steps
@@ -57,25 +63,54 @@ class MPIWork(Work):
         self._error = None
         self._result = None
         self._deadline = time.monotonic() + backend.timeout_s
-        self._poll(self._deadline, arrival_only=True)
+        self._queue = queue
+        self._step(first=True)
+        if queue is not None and self._arriving():
+            queue.append(self)
+
+    def _arriving(self) -> bool:
+        """Whether the operation is in a phase before its transfer (it must not pass it before older works)."""
+        return not self._finished and self._pending.arrival
 
     def _advance(self) -> bool:
-        """Move the operation on as far as it goes without blocking; True when it has finished."""
+        """Move the operation on as far as it goes without blocking (the group's older works first); True when it
+        has finished."""
         if self._finished:
             return True
+        queue = self._queue
+        if queue is not None and self._arriving():
+            while queue[0] is not self:  # older works post their transfers first
+                older = queue[0]
+                older._step()
+                if older._arriving():
+                    return False
+                queue.popleft()
+            self._step()
+            if not self._arriving():
+                queue.popleft()
+            return self._finished
+        self._step()
+        return self._finished
+
+    def _step(self, first: bool = False) -> None:
+        """Resume the generator while its phase completed (only to its first phase when ``first``)."""
+        if self._finished:
+            return
         try:
-            while self._pending is None or self._pending.done():
+            if first:
+                self._pending = next(self._steps)
+                return
+            while self._pending.done():
                 self._pending = next(self._steps)
         except StopIteration as stop:
             self._result = stop.value
             self._finished = True
         except BaseException as exc:
             self._finished, self._error = True, exc
-        return self._finished
 
-    def _poll(self, deadline: float, arrival_only: bool = False) -> None:
+    def _poll(self, deadline: float) -> None:
         start = None
-        while not self._advance() and (not arrival_only or self._pending.arrival):
+        while not self._advance():
             now = time.monotonic()
             if start is None:
                 start = now

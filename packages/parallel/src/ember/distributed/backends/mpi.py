@@ -14,6 +14,8 @@ moves in place, in the tensors' own NumPy arrays: no copies for contiguous tenso
 """
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
 import ember
@@ -73,8 +75,7 @@ def _duplicate(world, made):
     yield pending
     meta.check(records, ranks, meta.ANY_SHAPE)
     comm, request = world.Idup()
-    yield Pending([request], lambda: "every rank arrived, but duplicating MPI's COMM_WORLD did not complete",
-                  arrival=True)
+    yield Pending([request], lambda: "every rank arrived, but duplicating MPI's COMM_WORLD did not complete")
     made.append(comm)
 
 
@@ -120,6 +121,7 @@ class MPIBackend(Backend):
         self.global_rank = ranks[self._rank]
         self._tag_limit = comm.Get_attr(MPI.TAG_UB) + 1
         self._seq = 0  # collectives entered on this group
+        self._arriving = deque()  # its collectives whose transfer is not posted yet, oldest first (see _mpi_work)
         self._sent = [0] * self._size  # messages sent to each group rank
         self.broken = ""  # why the group is unusable, once an operation timed out
 
@@ -151,7 +153,7 @@ class MPIBackend(Backend):
             shape = tuple(tensor.shape) if shape is None else shape
         record = meta.record(self._size, name, seq, dtype=None if tensor is None else tensor.dtype.name,
                              shape=shape, root=root, op=-1 if op is None else op.value, splits=splits)
-        return MPIWork(self, name, self._steps(name, seq, record, what, transfer), seq)
+        return MPIWork(self, name, self._steps(name, seq, record, what, transfer), seq, self._arriving)
 
     def _steps(self, name, seq, record, what, transfer):
         records, pending = _arrival(self._coll, 0, record, self._size, self._rank, self.ranks, self.label,
