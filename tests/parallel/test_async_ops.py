@@ -4,14 +4,7 @@ ranks' tensors agree (the error comes from ``wait()``), and mix with blocking co
 ``mpiexec -n 2`` run."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
-MPIEXEC = Path(sys.executable).parent / "mpiexec"
+from .ranks import rank_outputs
 
 SCRIPT = """
 import sys, json, time, datetime
@@ -59,13 +52,7 @@ with open(f"{sys.argv[1]}/rank{r}.json", "w") as f:
 
 
 def test_async_collectives_return_at_once_and_keep_order_and_checks(tmp_path):
-    path = tmp_path / "script.py"
-    path.write_text(textwrap.dedent(SCRIPT))
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    done = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, str(path), str(tmp_path)],
-                          capture_output=True, text=True, timeout=120, env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    ranks = rank_outputs(2, SCRIPT, tmp_path, timeout=120)
     first = ranks[0]
     assert first["launch_s"] < 1.0, f"rank 0's async launches took {first['launch_s']:.2f} s: they waited for rank 1"
     assert first["completed_at_launch"] == [False] * 4
