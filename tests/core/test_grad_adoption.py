@@ -27,6 +27,17 @@ def test_fresh_gradients_are_adopted_without_a_copy(monkeypatch):
     np.testing.assert_allclose(w.grad.numpy(), np.broadcast_to(x.detach().numpy().sum(0), (3, 4)), rtol=1e-6)
 
 
+def test_a_post_accumulate_grad_hook_does_not_stop_adoption(monkeypatch):
+    made = _copies(monkeypatch)
+    w = ember.randn(3, 4, requires_grad=True)
+    seen = []
+    w.register_post_accumulate_grad_hook(lambda leaf: seen.append(leaf.grad.numpy().copy()))
+    ember.nn.functional.linear(ember.ones(2, 4), w).sum().backward()
+    assert made == [] and len(seen) == 1
+    np.testing.assert_allclose(w.grad.numpy(), np.full((3, 4), 2.0))
+    np.testing.assert_allclose(seen[0], np.full((3, 4), 2.0))
+
+
 def test_one_gradient_reaching_two_leaves_is_copied_for_each():
     a, b = ember.randn(3, requires_grad=True), ember.randn(3, requires_grad=True)
     (a + b).backward(ember.ones(3))  # AddBackward hands the same gradient to both

@@ -167,7 +167,8 @@ class AccumulateGrad(Node):
         if create_graph:
             leaf._grad = grad if old is None else old + grad
         elif old is None:
-            stealable = not hooked and not leaf._post_acc_hooks and getrefcount(grad) <= _STEALABLE_REFS
+            # post-accumulate-grad hooks run after .grad is set and see only the leaf: they do not stop adoption
+            stealable = not hooked and getrefcount(grad) <= _STEALABLE_REFS
             leaf._grad = grad if stealable and _owns_plain_array(grad) else grad._detached_copy()
         elif old._requires_grad:
             leaf._grad = (old + grad).detach()
