@@ -115,12 +115,9 @@ def on_registry_change(callback):
     Core modules that cache what plugins give (a device's backend, an op's kernel) register their
     cache-clearing function here when they are imported, so this module needs not import them.
     Returns ``callback``, so it can be used as a decorator. A listener is never removed: register
-    only module-level functions, as ``ember._device`` does::
+    only module-level functions, as ``ember._device`` does with its ``forget_backends``::
 
-        @_plugins.on_registry_change
-        def _forget_backends() -> None:
-            for dev in _INTERNED.values():
-                dev._backend = None
+        _plugins.on_registry_change(forget_backends)  # devices look their backend up again on next use
     """
     _LISTENERS.append(callback)
     return callback

@@ -474,7 +474,6 @@ def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
 
 
-
 def size_from_args(size, fn="zeros") -> tuple:
     """``(2, 3)``, ``((2, 3),)`` or ``([2, 3],)`` as a shape tuple, with a clear error otherwise."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):

@@ -45,7 +45,6 @@ __all__ = ["Op", "Function", "FunctionCtx"]
 
 #: every op class by its name (``Op.name_``), the key of its backend kernels and ONNX lowering
 OPS: dict[str, type] = {}
-_OP_CLASSES: list = []  # every subclass of Op, abstract ones included: their kernel caches
 
 #: the ONNX export trace running in this thread (or asyncio task), set by ``ember.onnx``; default None. While
 #: one is set, ``Op.apply`` hands each call to its ``run``, which runs the op with ``running`` true, making each
@@ -56,7 +55,7 @@ _active_trace = TRACE.get
 
 @_plugins.on_registry_change
 def clear_kernel_cache() -> None:
-    for cls in _OP_CLASSES:
+    for cls in OPS.values():  # abstract bases are never applied: they cache no kernel
         cls._kernels = {}
 
 
@@ -186,7 +185,6 @@ class Op(Node):
             cls.name_ = ""
         else:
             _register(cls)
-        _OP_CLASSES.append(cls)
 
     @staticmethod
     def forward(ctx, xp, *arrays, **attrs):

@@ -122,8 +122,7 @@ def grad_accumulator(leaf) -> "AccumulateGrad":
         acc = ref()
         if acc is not None:
             return acc
-    # AccumulateGrad.__init__ inlined: every forward step makes one per leaf it uses, so this path is hot
-    acc = _new_object(AccumulateGrad)
+    acc = _new_object(AccumulateGrad)  # no __init__ call: every forward step makes one per leaf it uses
     acc.variable = leaf
     acc.seq = next(_seq)
     leaf._grad_acc = _weak(acc)
@@ -144,10 +143,8 @@ class AccumulateGrad(Node):
     """
 
     backward_name = "AccumulateGrad"
-
-    def __init__(self, variable):
-        self.variable = variable  #: the leaf tensor, held strongly (the leaf holds this node weakly)
-        self.seq = next(_seq)
+    #: the leaf tensor, held strongly (the leaf refers to this node weakly); made by :func:`grad_accumulator`
+    variable: object
 
     def accumulate(self, grad, create_graph: bool) -> None:
         """Add ``grad`` into the leaf's ``.grad``.

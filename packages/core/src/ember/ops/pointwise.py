@@ -52,8 +52,7 @@ def float_input(input):
 
 def float_only(name, input, kernel=None):
     """Raise unless ``input`` is a floating tensor (PyTorch's messages; ``kernel`` names the op in the second)."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    _check_tensor(name, input)
     if not input._dtype.is_floating_point:
         raise not_implemented_for(kernel or name, input._dtype)
 
