@@ -25,8 +25,8 @@ import numpy as np
 from .._errors import DistError
 from .._reduce_op import ReduceOp
 
-__all__ = ["record", "check", "describe", "tensor_fields", "describe_tensor", "OPERATIONS", "SAME_SHAPE", "SAME_ROW",
-           "ANY_SHAPE"]
+__all__ = ["record", "check", "describe", "tensor_fields", "tensor_nbytes", "describe_tensor", "OPERATIONS",
+           "SAME_SHAPE", "SAME_ROW", "ANY_SHAPE"]
 
 OPERATIONS = ("barrier", "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
               "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single", "new_group", "init_process_group")
@@ -84,6 +84,15 @@ def tensor_fields(dtype: str | None, shape) -> np.ndarray:
     fields[_DIMS - _DTYPE:_DIMS - _DTYPE + min(len(shape), _MAX_DIMS)] = shape[:_MAX_DIMS]
     fields[_NUMEL - _DTYPE:] = int(np.prod(shape, dtype=np.int64)), hash(shape)
     return fields
+
+
+_ITEMSIZES = {"bool": 1, "uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float16": 2, "bfloat16": 2,
+              "float32": 4, "float64": 8}
+
+
+def tensor_nbytes(fields: np.ndarray) -> int:
+    """The size in bytes of the tensor that fields made by :func:`tensor_fields` (with a dtype) describe."""
+    return int(fields[_NUMEL - _DTYPE]) * _ITEMSIZES[_DTYPES[int(fields[0])]]
 
 
 def describe_tensor(fields: np.ndarray) -> str:

@@ -179,20 +179,20 @@ class MPIBackend(Backend):
         return getattr(MPI, _TYPES[dtype.name]), getattr(MPI, ops[op]), dtype.itemsize == 2 and dtype.is_floating_point
 
     def _finish_reduction(self, arr, buf, op):
+        if op is ReduceOp.AVG:  # in the (float32) buffer: a float16 result is rounded once
+            np.divide(buf, self._size, out=buf)
         if buf is not arr:
             arr[...] = buf
-        if op is ReduceOp.AVG:
-            np.divide(arr, self._size, out=arr)
 
     # -- collectives ----------------------------------------------------------------------------------------------
     def barrier(self):
         return self._collective("barrier", None, None, what=meta.ANY_SHAPE)
 
     def all_reduce(self, tensor, op):
-        mpi_type, mpi_op, upcast = self._reduction("all_reduce", tensor, op)
         arr = core.array(tensor)
 
         def transfer():
+            mpi_type, mpi_op, upcast = self._reduction("all_reduce", tensor, op)  # after the records agree
             buf = arr.astype(np.float32) if upcast else arr
             yield Pending([self._coll.Iallreduce(MPI.IN_PLACE, [buf, mpi_type], mpi_op)], self._in_transfer)
             self._finish_reduction(arr, buf, op)
@@ -209,10 +209,10 @@ class MPIBackend(Backend):
         return self._collective("broadcast", tensor, transfer, root=root)
 
     def reduce(self, tensor, root, op):
-        mpi_type, mpi_op, upcast = self._reduction("reduce", tensor, op)
         arr = core.array(tensor)
 
         def transfer():
+            mpi_type, mpi_op, upcast = self._reduction("reduce", tensor, op)  # after the records agree
             buf = arr.astype(np.float32) if upcast else arr
             if self._rank == root:
                 request = self._coll.Ireduce(MPI.IN_PLACE, [buf, mpi_type], mpi_op, root=root)
@@ -244,10 +244,10 @@ class MPIBackend(Backend):
         return self._collective("all_gather_into_tensor", tensor, transfer)
 
     def reduce_scatter_tensor(self, output, tensor, op):
-        mpi_type, mpi_op, upcast = self._reduction("reduce_scatter_tensor", tensor, op)
         arr, out = core.array(tensor), core.array(output)
 
         def transfer():
+            mpi_type, mpi_op, upcast = self._reduction("reduce_scatter_tensor", tensor, op)  # after the records agree
             send, recv = (arr.astype(np.float32), out.astype(np.float32)) if upcast else (arr, out)
             yield Pending([self._coll.Ireduce_scatter_block([send, mpi_type], [recv, mpi_type], mpi_op)],
                           self._in_transfer)
@@ -325,6 +325,10 @@ class MPIBackend(Backend):
             yield Pending([request], lambda: f"{source} sent nothing with tag {tag}")
             sender = int(header[0])
             if (header[2:] != mine).any():
+                # take the announced data anyway (and drop it), so that the sender's send completes
+                scratch = np.empty(meta.tensor_nbytes(header[2:]), dtype=np.uint8)
+                drain = self._p2p.Irecv([scratch, MPI.BYTE], source=sender, tag=int(header[1]))
+                yield Pending([drain], lambda: f"rank {self.ranks[sender]} announced a tensor but its data never came")
                 raise DistError(f"[rank {self.global_rank}] recv: rank {self.ranks[sender]} sent "
                                 f"{meta.describe_tensor(header[2:])}, but this rank receives into "
                                 f"{meta.describe_tensor(mine)}")
