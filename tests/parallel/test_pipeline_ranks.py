@@ -2,7 +2,7 @@
 GPipe and 1F1B, with and without activation checkpointing, give the loss, output and every parameter's gradient of
 the unpipelined model (float64); 1F1B holds at most ``num_stages - stage`` micro-batches' activations (counted, and
 seen in the memory peak); and the errors for a batch that n_microbatches does not divide and a stage count that is
-not the world size."""
+not the world size; a checkpointed stage with BatchNorm updates its running statistics once per micro-batch."""
 import json
 
 import pytest
@@ -79,6 +79,25 @@ for checkpoint in (False, True):
 found["dropout_ckpt_err"] = max(float((a - b).abs().max()) for a, b in zip(*drop_grads.values()))
 found["dropout_vs_ref"] = max(float((a - b).abs().max()) for a, b in zip(drop_grads[True], ref_grads))
 
+# BatchNorm: a checkpointed stage's recomputation puts the buffers back, so one step of 4 micro-batches updates the
+# running statistics 4 times (not 8), to the values the non-checkpointed stage ends with; gradients equal too
+for sched in (ScheduleGPipe, Schedule1F1B):
+    bn_runs = {}
+    for checkpoint in (False, True):
+        ember.manual_seed(7)
+        bn = nn.BatchNorm1d(6 if r == 0 else 16).double()
+        part = nn.Sequential(bn, copy.deepcopy(full)[mine])
+        schedule = sched(PipelineStage(part, r, n, checkpoint=checkpoint), 4, loss_fn=nn.MSELoss())
+        schedule.step(x) if r == 0 else schedule.step(target=y if r == n - 1 else None)
+        bn_runs[checkpoint] = (int(bn.num_batches_tracked), bn.running_mean.clone(), bn.running_var.clone(),
+                               [p.grad for p in part.parameters()])
+    (n0, mean0, var0, g0), (n1, mean1, var1, g1) = bn_runs[False], bn_runs[True]
+    found[f"bn/{sched.__name__}"] = {
+        "tracked": [n0, n1],
+        "stats_err": max(float((mean1 - mean0).abs().max()), float((var1 - var0).abs().max())),
+        "moved": float((mean0 - 0).abs().max()),
+        "grad_err": max(float((a - b).abs().max()) for a, b in zip(g0, g1))}
+
 # activation memory: a model wide inside its stages and narrow between them (so that what crosses ranks is small), 16
 # micro-batches; the peak of bytes held during a step, per schedule, with and without checkpointing
 ember.manual_seed(0)
@@ -148,6 +167,16 @@ def test_checkpointing_repeats_the_dropout_masks(ranks):
     for found in ranks:
         assert found["dropout_vs_ref"] > 1e-3  # dropout did change the gradients ...
         assert found["dropout_ckpt_err"] < 1e-12  # ... and the recomputed forward dropped the same elements
+
+
+def test_checkpointing_updates_batchnorm_statistics_once(ranks):
+    for found in ranks:
+        for sched in ("ScheduleGPipe", "Schedule1F1B"):
+            bn = found[f"bn/{sched}"]
+            assert bn["tracked"] == [4, 4], (sched, bn)  # one update per micro-batch, with or without checkpointing
+            assert bn["moved"] > 0, (sched, bn)  # the statistics did move from their initial values
+            assert bn["stats_err"] < 1e-12, (sched, bn)
+            assert bn["grad_err"] < 1e-10, (sched, bn)
 
 
 def test_pipeline_schedules_bound_activation_memory(ranks):

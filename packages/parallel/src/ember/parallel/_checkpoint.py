@@ -23,6 +23,33 @@ import ember
 __all__ = ["checkpoint_stage"]
 
 
+def recompute(module, rng_state, device, run):
+    """``run()`` recorded (grad enabled), for a checkpoint's backward: the random generator of ``device`` (and the
+    CPU's) starts from ``rng_state`` (``ember.random.get_rng_state(device)`` taken when the forward began) and is
+    left as it was, and ``module``'s buffers are put back afterwards, so that the rerun changes no running
+    statistics (BatchNorm's, its ``num_batches_tracked``) that the forward already updated. Returns what ``run``
+    returned. Used by :func:`checkpoint_stage` and by ``ember.parallel.pipelining.PipelineStage(checkpoint=True)``.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> bn = nn.BatchNorm1d(2)
+    >>> _ = bn(ember.randn(4, 2))
+    >>> y = recompute(bn, ember.random.get_rng_state(), "cpu", lambda: bn(ember.randn(4, 2)))
+    >>> y.requires_grad, bn.num_batches_tracked.item()
+    (True, 1)
+    """
+    device = ember.device(device)
+    buffers = [(b, b.clone()) for b in module.buffers()]
+    try:
+        with ember.random.fork_rng(devices=[device]), ember.enable_grad():
+            ember.random.set_rng_state(rng_state, device)
+            return run()
+    finally:
+        with ember.no_grad():
+            for buf, before in buffers:
+                buf.copy_(before)
+
+
 class _Checkpoint(ember.autograd.Function):
     @staticmethod
     def forward(ctx, phony, stage, x):
@@ -35,13 +62,7 @@ class _Checkpoint(ember.autograd.Function):
     def backward(ctx, grad):
         saved, = ctx.saved_tensors
         x = saved.detach().requires_grad_(saved.requires_grad)
-        buffers = [(b, b.clone()) for b in ctx.stage.buffers()]
-        with ember.random.fork_rng(devices=[x.device]), ember.enable_grad():
-            ember.random.set_rng_state(ctx.rng_state, x.device)
-            y = ctx.stage(x)
-        with ember.no_grad():
-            for buf, before in buffers:
-                buf.copy_(before)
+        y = recompute(ctx.stage, ctx.rng_state, x.device, lambda: ctx.stage(x))
         if y.requires_grad:
             ember.autograd.backward(y, grad)
         return None, None, x.grad if saved.requires_grad else None

@@ -17,6 +17,7 @@ import ember
 import ember.distributed as dist
 import ember.nn as nn
 
+from .._checkpoint import recompute
 from ._wire import HEADER_SIZE, decode, encode
 
 __all__ = ["PipelineStage"]
@@ -45,7 +46,9 @@ class PipelineStage:
     declared: the sending stage sends them (a small header) before a step's first micro-batch.
 
     ``checkpoint=True`` keeps only each micro-batch's input between its forward and its backward, and recomputes
-    the forward in backward (with the random state the forward had), trading compute for activation memory.
+    the forward in backward (with the random state the forward had on ``device``, and putting the submodule's
+    buffers back afterwards, so BatchNorm's running statistics are updated once per micro-batch), trading compute
+    for activation memory.
 
     ``max_live_activations`` is, after a step, the most micro-batches whose saved activations the stage held at once.
 
@@ -124,7 +127,7 @@ class PipelineStage:
         """Run micro-batch ``i`` forward (``args``: its inputs on the first stage, ignored elsewhere), send the
         output on, and keep what backward needs when ``keep``. Returns ``(output, loss)`` (loss: last stage)."""
         inputs = tuple(args) if self.is_first else (self._receive_activation(keep),)
-        rng_state = ember.random.get_rng_state() if keep and self.checkpoint else None
+        rng_state = ember.random.get_rng_state(self.device) if keep and self.checkpoint else None
         with ember.set_grad_enabled(keep and not self.checkpoint):
             output = self.submod(*inputs, **kwargs)
             loss = loss_fn(output, target) if loss_fn is not None and self.is_last else None
@@ -146,11 +149,12 @@ class PipelineStage:
         inputs, output, loss = saved.inputs, saved.output, saved.loss
         if self.checkpoint:
             inputs = tuple(_requiring_grad(x) for x in inputs) if not self.is_first else inputs
-            with ember.random.fork_rng(), ember.enable_grad():
-                ember.random.set_rng_state(saved.rng_state)
-                output = self.submod(*inputs, **saved.kwargs)
-                if self.is_last:
-                    loss = loss_fn(output, saved.target)
+
+            def rerun():
+                out = self.submod(*inputs, **saved.kwargs)
+                return out, (loss_fn(out, saved.target) if self.is_last else None)
+
+            output, loss = recompute(self.submod, saved.rng_state, self.device, rerun)
         if self.is_last:
             ember.autograd.backward(loss * scale if scale != 1.0 else loss)
         else:
