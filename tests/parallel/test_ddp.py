@@ -184,6 +184,40 @@ ref_out = ember.cat([ref_b(x1[rows0], True), ref_b(x1[rest], False)])
 nn.functional.mse_loss(ref_out, y1).backward()
 out["partly_used_diff"] = max(maxdiff(p.grad, q.grad) for p, q in zip(net.parameters(), ref_b.parameters()))
 
+# -- find_unused_parameters with no_sync(): a parameter this rank leaves out of the syncing step still contributes the
+# gradient it accumulated under no_sync() (PyTorch copies a defined .grad into the bucket); one no rank used in the
+# syncing step keeps this rank's own .grad
+for users in ((1,), ()):
+    ember.manual_seed(3)
+    acc, acc_ref = Branchy(), Branchy()
+    acc_ref.load_state_dict(acc.state_dict())
+    acc_ddp = DDP(acc, find_unused_parameters=True)
+    with acc_ddp.no_sync():
+        acc_ddp(mine(x1), True).sum().backward()
+    acc_ddp(mine(x2), r in users).sum().backward()
+    acc_ref(mine(x1), True).sum().backward()   # this rank's local gradients of both steps
+    acc_ref(mine(x2), r in users).sum().backward()
+    expect = [q.grad.clone() for q in acc_ref.parameters()]
+    if users:
+        for g in expect:
+            dist.all_reduce(g)
+            g.div_(n)
+    else:  # b: no rank used it, it keeps this rank's own gradient; a: averaged
+        for g in expect[:2]:
+            dist.all_reduce(g)
+            g.div_(n)
+    out[f"no_sync_unused_diff_{len(users)}"] = max(maxdiff(p.grad, g) for p, g in zip(acc.parameters(), expect))
+
+# -- a DDP wrapper that is collected takes its reducer (and the reducer's hooks on the parameters) with it ------------
+import gc, weakref
+kept = nn.Linear(2, 2).double()
+gone = DDP(kept)
+reducer_ref = weakref.ref(gone.reducer)
+del gone
+gc.collect()
+out["reducer_collected"] = reducer_ref() is None
+out["hooks_left"] = sum(len(p._post_acc_hooks or {}) for p in kept.parameters())
+
 # -- uneven inputs: rank 0 has 3 batches, the others 2 -------------------------------------------------------------
 for initial in (True, False):
     ember.manual_seed(11)
@@ -250,6 +284,8 @@ def test_ddp_no_sync_unused_parameters_join_and_fp16_hook(tmp_path):
         assert "find_unused_parameters=True" in error
         assert out["unused_a_diff"] < 1e-10 and out["unused_b_grad_is_none"]
         assert out["partly_used_diff"] < 1e-10
+        assert out["no_sync_unused_diff_1"] < 1e-10 and out["no_sync_unused_diff_0"] < 1e-10, out
+        assert out["reducer_collected"] and out["hooks_left"] == 0, out
         assert out["join_diff_True"] < 1e-10 and out["join_diff_False"] < 1e-10
         assert 0 < out["fp16_diff"] < 2e-3 * out["fp16_scale"]  # compressed, close to exact
         assert out["grad_dtype"] == "ember.float64"

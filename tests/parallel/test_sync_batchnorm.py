@@ -48,6 +48,14 @@ out["batches"] = int(sync.num_batches_tracked.item())
 sync.eval(); ref.eval()
 out["eval_diff"] = maxdiff(sync(x), ref(xr)[start:stop])
 
+# bfloat16 input with 257 values per channel on each rank, summing to 256: the count (in float32, not bf16, which
+# rounds 257 to 256) makes the mean 256 / 257 (0.99609 in bf16), not 1
+half = SyncBatchNorm(1, momentum=1.0, dtype=ember.bfloat16)
+xh = ember.zeros(257, 1, dtype=ember.bfloat16)
+xh[0] = 256.0
+out["bf16_dtype"] = str(half(xh).dtype)
+out["bf16_mean"] = float(half.running_mean.float().item())
+
 
 def net():
     return nn.Sequential(nn.Conv2d(1, 3, 3), nn.BatchNorm2d(3), nn.ReLU(), nn.Flatten(), nn.Linear(3 * 16, 2)).double()
@@ -85,6 +93,8 @@ def test_sync_batchnorm_equals_batchnorm_on_the_concatenated_batch(tmp_path, n):
                     "ddp_running_diff"):
             assert out[key] < 1e-10, (key, out)
         assert out["batches"] == 2
+        assert out["bf16_dtype"] == "ember.bfloat16"
+        assert abs(out["bf16_mean"] - 256 / 257) < 1e-3, out["bf16_mean"]
         assert out["converted"] == ["Conv2d", "SyncBatchNorm", "ReLU", "Flatten", "Linear"]
         assert out["same_tensors"]
         assert max(out["ddp_diffs"]) < 1e-10, out

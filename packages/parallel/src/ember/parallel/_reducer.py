@@ -12,6 +12,8 @@ cap given if that is smaller.
 """
 from __future__ import annotations
 
+import weakref
+
 import ember
 import ember.distributed as dist
 from ember import _sibling_api as core
@@ -74,7 +76,8 @@ class Reducer:
                         for b, idx in enumerate(assign_buckets(params, cap_bytes))]
         self.where = {i: (bucket, pos) for bucket in self.buckets for pos, i in enumerate(bucket.indices)}
         self.hook, self.hook_state = allreduce_hook, process_group
-        self.divisor = dist.get_world_size(process_group)
+        self.group_size = dist.get_world_size(process_group)  # fixed for the group's life: once, not per bucket
+        self.divisor = self.group_size
         self.active = False  # a backward that must sync gradients is expected
         self.ready: list[bool] = []
         self.used: list[bool] = []
@@ -82,13 +85,11 @@ class Reducer:
         self.launched = 0
         self.completed = 0  # launched buckets known complete (the ones before this one)
         self.callback_queued = False
-        for i, p in enumerate(params):
-            p.register_post_accumulate_grad_hook(self._hook_for(i))
-
-    def _hook_for(self, i: int):
-        def hook(param):
-            self.on_grad(i, param.grad)
-        return hook
+        # the hooks hold the reducer weakly, and go once it is collected (with its DDP module): a parameter that
+        # outlives its DDP wrapper keeps neither the reducer and its buckets alive nor a hook calling into them
+        me = weakref.ref(self)
+        handles = [p.register_post_accumulate_grad_hook(_hook_for(me, i)) for i, p in enumerate(params)]
+        weakref.finalize(self, _remove_handles, handles)
 
     # -- one backward --------------------------------------------------------------------------------------------
     def prepare(self, outputs, divisor: int) -> None:
@@ -116,12 +117,13 @@ class Reducer:
             core.queue_callback(self.finish)
             self.callback_queued = True
             unused, self.unused = self.unused, []
-            for j in unused:
-                self.mark_ready(j, None)
+            for j in unused:  # as PyTorch's: a .grad accumulated before (under no_sync()) still counts; zeros if None
+                self.mark_ready(j, self.params[j].grad)
+        self.used[i] = True  # used in this backward (not so an unused parameter carrying an older .grad)
         self.mark_ready(i, grad)
 
     def mark_ready(self, i: int, grad) -> None:
-        """Parameter ``i``'s gradient is ``grad`` (None: unused, zeros): into its bucket, and launch the buckets
+        """Parameter ``i``'s gradient is ``grad`` (None: none at all, zeros): into its bucket, and launch the buckets
         that are complete, in order."""
         if self.ready[i]:
             raise RuntimeError(f"DistributedDataParallel: parameter {self.names[i]!r} got its gradient twice in one "
@@ -137,7 +139,6 @@ class Reducer:
                     view.copy_(grad)
                     if self.grad_as_view:
                         self.params[i].grad = view
-                self.used[i] = True
         self.ready[i] = True
         bucket.pending -= 1
         while self.launched < len(self.buckets) and self.buckets[self.launched].pending == 0:
@@ -156,8 +157,8 @@ class Reducer:
     def _launch(self, bucket: _Bucket) -> None:
         grad_bucket = GradBucket(bucket.index, bucket.buffer, bucket.params, bucket.offsets,
                                  bucket.index == len(self.buckets) - 1)
-        if self.hook is allreduce_hook and self.divisor != dist.get_world_size(self.process_group):
-            bucket.buffer.mul_(dist.get_world_size(self.process_group) / self.divisor)  # join(): fewer ranks active
+        if self.hook is allreduce_hook and self.divisor != self.group_size:
+            bucket.buffer.mul_(self.group_size / self.divisor)  # join(): fewer ranks active
         bucket.future = self.hook(self.hook_state, grad_bucket)
 
     def finish(self) -> None:
@@ -185,7 +186,8 @@ class Reducer:
                     if self.grad_as_view:
                         p.grad = bucket.views[pos]  # already it, unless this rank did not use p
                         continue
-                    avg = result[bucket.offsets[pos]:bucket.offsets[pos] + p.numel()].view(p.shape)
+                    avg = (bucket.views[pos] if result is bucket.buffer
+                           else result[bucket.offsets[pos]:bucket.offsets[pos] + p.numel()].view(p.shape))
                     if p.grad is None:
                         p.grad = avg.clone()
                     else:
@@ -209,6 +211,20 @@ class Reducer:
         for bucket in self.buckets:
             bucket.future.wait()
             bucket.future = None
+
+
+def _hook_for(reducer_ref, i: int):
+    """Parameter ``i``'s post-accumulate-grad hook, holding its reducer weakly."""
+    def hook(param):
+        reducer = reducer_ref()
+        if reducer is not None:
+            reducer.on_grad(i, param.grad)
+    return hook
+
+
+def _remove_handles(handles) -> None:
+    for handle in handles:
+        handle.remove()
 
 
 def _reachable_leaves(outputs) -> set:

@@ -70,13 +70,15 @@ class SyncBatchNorm(_BatchNorm):
         channels = input.shape[1]
         dims = [0, *range(2, input.ndim)]
         shape = [1, channels] + [1] * (input.ndim - 2)
-        count = ember.tensor([float(input.numel() // max(channels, 1))], dtype=input.dtype)
-        sums = _AllReduceSum.apply(ember.cat([input.sum(dims), count]), self.process_group)
+        # the count in float32 (float64 for float64 input) on the input's device: in bf16 or fp16 counts round
+        count_dtype = ember.float64 if input.dtype == ember.float64 else ember.float32
+        count = ember.tensor([float(input.numel() // max(channels, 1))], dtype=count_dtype, device=input.device)
+        sums = _AllReduceSum.apply(ember.cat([input.sum(dims).to(count_dtype), count]), self.process_group)
         total = float(sums[channels].item())
         if total <= 1:
             raise ValueError(f"SyncBatchNorm: expected more than 1 value per channel over all ranks in training, "
                              f"got input of size {list(input.shape)} and {int(total)} values in all")
-        mean = sums[:channels] / total
+        mean = (sums[:channels] / total).to(input.dtype)
         centred = input - mean.reshape(shape)
         var = _AllReduceSum.apply((centred * centred).sum(dims), self.process_group) / total
         out = centred * (var + self.eps).rsqrt().reshape(shape)
