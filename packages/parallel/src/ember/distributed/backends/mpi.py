@@ -47,6 +47,11 @@ def ember_distributed_backends():
     return {"mpi": create}
 
 
+def _abort(code: int) -> None:
+    """End the whole MPI job (every rank) with exit status ``code``."""
+    MPI.COMM_WORLD.Abort(code)
+
+
 def create(rank: int, world_size: int, timeout) -> MPIBackend:
     """The backend of the default group: MPI's ``COMM_WORLD`` (MPI is started here if it is not running). ``rank``
     and ``world_size``, where not -1, must be what MPI says."""
@@ -54,7 +59,7 @@ def create(rank: int, world_size: int, timeout) -> MPIBackend:
     world = MPI.COMM_WORLD
     mpi_rank, mpi_size = world.Get_rank(), world.Get_size()
     # init_process_group installs it too, for every backend; here it already covers the ranks' meeting below
-    install_failure_handler(mpi_rank, lambda code: MPI.COMM_WORLD.Abort(code))
+    install_failure_handler(mpi_rank, _abort)
     for what, given, actual in (("rank", rank, mpi_rank), ("world_size", world_size, mpi_size)):
         if given != -1 and given != actual:
             raise ValueError(f"init_process_group: {what}={given} was given (or set by the launcher in the "
@@ -135,7 +140,7 @@ class MPIBackend(Backend):
         return device.type == "cpu"
 
     def abort(self, code: int) -> None:
-        MPI.COMM_WORLD.Abort(code)
+        _abort(code)
 
     def shutdown(self) -> None:
         for comm in (self._coll, self._hdr, self._p2p):
