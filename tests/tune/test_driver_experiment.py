@@ -31,6 +31,16 @@ def drive(exp, iterations=5, fail=None):
     return exp
 
 
+@pytest.mark.parametrize("mode", ["min", "max"])
+def test_a_nan_result_is_never_the_best_trial(mode):
+    exp = tune.Experiment({"v": tune.grid_search([math.nan, 0.5, 0.1])}, "loss", mode)
+    while (trial := exp.ask()) is not None:
+        exp.report(trial, {"loss": trial.config["v"]})
+        exp.tell(trial)
+    assert exp.best_trial.config["v"] == (0.1 if mode == "min" else 0.5)
+    assert exp.results().get_best_result().config["v"] == exp.best_trial.config["v"]
+
+
 def test_ask_tell_random_search_runs_num_samples_trials():
     exp = drive(tune.Experiment(SPACE, "loss", "min", search_alg="random", num_samples=12, seed=3))
     assert exp.is_finished() and exp.ask() is None

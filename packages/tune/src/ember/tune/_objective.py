@@ -9,6 +9,8 @@ every "best" among them is a smallest loss.
 """
 from __future__ import annotations
 
+import math
+
 MODES = ("min", "max")
 
 
@@ -19,6 +21,12 @@ def check_mode(mode) -> None:
 
 
 def loss(result: dict, metric: str, mode: str) -> float:
-    """``result[metric]`` as a value to minimise under ``mode``."""
+    """``result[metric]`` as a value to minimise under ``mode``; NaN is the worst loss there is (+inf).
+
+    >>> loss({"error": float("nan")}, "error", "max")
+    inf
+    """
     value = float(result[metric])
+    if math.isnan(value):
+        return math.inf
     return value if mode == "min" else -value

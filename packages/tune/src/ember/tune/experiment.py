@@ -28,6 +28,7 @@ import secrets
 import time
 
 from . import registry
+from ._objective import loss
 from .checkpoint import Checkpoint, CheckpointManager, write_checkpoint
 from .journal import Journal, normalized
 from .results import ResultGrid
@@ -193,14 +194,14 @@ class Experiment:
     @property
     def best_trial(self) -> Trial | None:
         """The trial whose last result is best in ``metric`` (None before any result has it)."""
-        best, best_score = None, None
+        best, best_loss = None, None
         for trial in self._trials.values():
             last = trial.last_result
             if last is None or self.metric not in last:
                 continue
-            score = float(last[self.metric]) * (1 if self.mode == "max" else -1)
-            if best is None or score > best_score:
-                best, best_score = trial, score
+            value = loss(last, self.metric, self.mode)  # NaN is the worst: never best while another value is
+            if best is None or value < best_loss:
+                best, best_loss = trial, value
         return best
 
     def results(self):

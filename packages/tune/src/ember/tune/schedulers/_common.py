@@ -56,12 +56,11 @@ class MetricScheduler(Scheduler):
                              f"time_attr); it has {sorted(result)}") from None
 
     def result_loss(self, trial_id: str, result: dict) -> float:
-        """The metric as a value to minimise; NaN counts as the worst possible loss (+inf)."""
+        """The metric as a value to minimise (NaN: the worst possible loss, +inf)."""
         if self.metric not in result:
             raise ValueError(f"the result of trial {trial_id!r} has no {self.metric!r} (the scheduler's metric); "
                              f"it has {sorted(result)}")
-        value = self.loss(result)
-        return math.inf if math.isnan(value) else value
+        return self.loss(result)
 
     def settings(self) -> dict:
         """The arguments a saved state depends on (checked by :func:`check_settings`), and what its values are."""
