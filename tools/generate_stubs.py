@@ -410,15 +410,15 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report stale stubs (exit status 1)")
     args = parser.parse_args(argv)
-    stale = [path for path, text in stubs().items()
-             if not path.exists() or path.read_text(encoding="utf-8") != text]
+    wanted = stubs()
+    stale = [path for path, text in wanted.items() if not path.exists() or path.read_text(encoding="utf-8") != text]
     if args.check:
         for path in stale:
             print(f"{path.relative_to(ROOT)} is out of date: run `{REGENERATE}`", file=sys.stderr)
         return 1 if stale else 0
-    for path, text in stubs().items():
+    for path, text in wanted.items():
         path.write_text(text, encoding="utf-8")
-    print(f"wrote {', '.join(str(p.relative_to(ROOT)) for p in stubs())}")
+    print(f"wrote {', '.join(str(p.relative_to(ROOT)) for p in wanted)}")
     return 0
 
 

@@ -5,7 +5,7 @@
 >>> nn.Sequential(nn.Linear(4, 2), nn.ReLU())(ember.ones(3, 4)).shape
 ember.Size([3, 2])
 """
-import importlib
+import importlib as _importlib
 
 from . import callbacks, functional, init, models, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
@@ -22,7 +22,7 @@ def __getattr__(name):
     if name not in _FROM_PARALLEL:
         raise AttributeError(f"module 'ember.nn' has no attribute '{name}'")
     try:
-        parallel = importlib.import_module("ember.nn.parallel")
+        parallel = _importlib.import_module("ember.nn.parallel")
     except ModuleNotFoundError as exc:
         if exc.name != "ember.parallel":
             raise  # ember-parallel is there but something it needs is not: show that

@@ -41,7 +41,8 @@ def export(model, args, f, input_names=None, output_names=None, dynamic_axes=Non
     ``{name: [axes]}``, names from ``input_names``/``output_names``) leaves
     those axes free in the graph. Python control flow, including any that reads
     ``tensor.shape``, is recorded as it ran for ``args`` (as PyTorch's tracer does).
-    Ops that other threads run during the export are recorded too: export from one thread at a time.
+    Only the ops this thread runs are recorded (the trace is a context variable): a model that runs parts of
+    itself in other threads (``DataParallel``, ``Pipe``) cannot be exported as it is; export its module.
 
     >>> import io, ember, onnx
     >>> buf = io.BytesIO()
