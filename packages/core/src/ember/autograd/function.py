@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import weakref
 from contextvars import ContextVar
+from typing import Any
 
 from .. import _plugins
 from .._tensor import Tensor
@@ -44,7 +45,7 @@ from .node import FREED_MSG, Node, _seq, _version_error, grad_accumulator
 __all__ = ["Op", "Function", "FunctionCtx"]
 
 #: every op class by its name (``Op.name_``), the key of its backend kernels and ONNX lowering
-OPS: dict[str, type] = {}
+OPS: dict[str, Any] = {}
 
 #: the ONNX export trace running in this thread (or asyncio task), set by ``ember.onnx``; default None. While
 #: one is set, ``Op.apply`` hands each call to its ``run``, which runs the op with ``running`` true, making each

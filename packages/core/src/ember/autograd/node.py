@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import weakref
 from sys import getrefcount
+from typing import Any
 
 from numpy import ndarray
 
@@ -144,7 +145,8 @@ class AccumulateGrad(Node):
 
     backward_name = "AccumulateGrad"
     #: the leaf tensor, held strongly (the leaf refers to this node weakly); made by :func:`grad_accumulator`
-    variable: object
+    variable: Any
+    seq: int
 
     def accumulate(self, grad, create_graph: bool) -> None:
         """Add ``grad`` into the leaf's ``.grad``.
