@@ -6,10 +6,12 @@ Run from the repository root (it starts its workers under the venv's ``mpiexec``
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/bench_ddp.py [--rounds 5] [--steps 15] \
         [--gradient-as-bucket-view]
 
-(a) Each round launches a 1-rank job (the plain model, no DDP) and a 2-rank job (DDP), in turns; each job times
+(a) Each round launches a 1-rank job (the plain model, no DDP), a 2-rank job (DDP) and, as the ceiling this machine
+allows, a 2-rank job whose ranks each train their own plain model without communicating, in turns; each job times
 ``--steps`` training steps after 3 warm-up steps and reports its median step time; samples/s is ranks x 64 / that
-time. Printed: the median over rounds of each job's samples/s, their min..max, and the ratio of the medians
-(target >= 1.8x).
+time. Printed: the median over rounds of each job's samples/s, their min..max, and the ratios of the medians
+(target >= 1.8x for DDP; the ceiling shows what two processes reach on this machine with no communication at all:
+shared caches, memory bandwidth and other tenants' load).
 
 (c) One 2-rank job times, in turns within the same processes: a step (forward + backward) of the plain model
 followed by a barrier (so that it lasts until the slower rank is done, as a synchronous step must), the same step
@@ -37,7 +39,7 @@ import time
 _DROP = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 
-def _launch(nproc: int, mode: str, args) -> dict:
+def _launch(nproc: int, mode: str, args, independent: bool = False) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in _DROP}
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
@@ -45,6 +47,8 @@ def _launch(nproc: int, mode: str, args) -> dict:
                "--bucket-cap-mb", str(args.bucket_cap_mb)]
     if args.gradient_as_bucket_view:
         command.append("--gradient-as-bucket-view")
+    if independent:
+        command.append("--independent")
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         raise RuntimeError(f"the {nproc}-rank {mode} job failed:\n{done.stdout}\n{done.stderr}")
@@ -67,7 +71,7 @@ def _worker(args) -> None:
     x = ember.randn(*x.shape)  # each rank its own batch
     result = {}
     if args.worker == "throughput":
-        net = model if n == 1 else DDP(model, bucket_cap_mb=args.bucket_cap_mb,
+        net = model if n == 1 or args.independent else DDP(model, bucket_cap_mb=args.bucket_cap_mb,
                                        gradient_as_bucket_view=args.gradient_as_bucket_view)
         opt = ember.optim.Adam(net.parameters(), lr=cnn.LR)
 
@@ -148,22 +152,26 @@ def main() -> int:
                         help="DDP's gradient_as_bucket_view=True (no copy of the averages into .grad)")
     parser.add_argument("--skip", choices=("throughput", "overlap"), help="leave one part out")
     parser.add_argument("--worker", choices=("throughput", "overlap"), help=argparse.SUPPRESS)
+    parser.add_argument("--independent", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         _worker(args)
         return 0
     print(f"load average before: {os.getloadavg()}")
     if args.skip != "throughput":
-        rates = {1: [], 2: []}
+        rates: dict[str, list[float]] = {"one": [], "ddp": [], "ceiling": []}
         for _ in range(args.rounds):
-            for nproc in (1, 2):
-                rates[nproc].append(_launch(nproc, "throughput", args)["samples_per_s"])
-        ratio = statistics.median(rates[2]) / statistics.median(rates[1])
+            rates["one"].append(_launch(1, "throughput", args)["samples_per_s"])
+            rates["ddp"].append(_launch(2, "throughput", args)["samples_per_s"])
+            rates["ceiling"].append(_launch(2, "throughput", args, independent=True)["samples_per_s"])
+        med = {k: statistics.median(v) for k, v in rates.items()}
         print("(a) MNIST CNN, batch 64 per rank, one BLAS thread per rank; samples/s, median (min..max) of "
               f"{args.rounds} jobs of {args.steps} steps")
-        print(f"    1 rank (plain model): {_spread(rates[1])}")
-        print(f"    2 ranks (DDP):        {_spread(rates[2])}")
-        print(f"    ratio {ratio:.2f}x (target >= 1.8x)")
+        print(f"    1 rank (plain model):                      {_spread(rates['one'])}")
+        print(f"    2 ranks (DDP):                             {_spread(rates['ddp'])}")
+        print(f"    2 ranks, no communication (the ceiling):   {_spread(rates['ceiling'])}")
+        print(f"    DDP {med['ddp'] / med['one']:.2f}x one rank (target >= 1.8x); the ceiling "
+              f"{med['ceiling'] / med['one']:.2f}x; DDP at {med['ddp'] / med['ceiling']:.0%} of the ceiling")
     if args.skip != "overlap":
         out = _launch(2, "overlap", args)
         s = {k: [v * 1e3 for v in vals] for k, vals in out["samples"].items()}

@@ -112,6 +112,34 @@ for step in range(4):
 out["view_diffs"], out["views"] = view_diffs, views
 out["view_param_diff"] = max(maxdiff(p, q) for p, q in zip(vmodel.parameters(), vref.parameters()))
 
+# without a hook: each gradient divided as it is copied into its bucket; a .grad this backward created becomes the
+# bucket's averaged part (no copy back; a .grad held from an earlier step is not overwritten by later steps), one that
+# existed before backward (zero_grad(set_to_none=False)) keeps its identity
+ember.manual_seed(100)
+dref = make()
+ember.manual_seed(100)
+dmodel = make()
+dddp = DDP(dmodel, bucket_cap_mb=0.0002)
+dopt = ember.optim.SGD(dddp.parameters(), lr=0.1, momentum=0.9)
+dref_opt = ember.optim.SGD(dref.parameters(), lr=0.1, momentum=0.9)
+default_diffs, identities, held_kept, held = [], [], [], None
+for step in range(5):
+    x, y = batch(step, seed=4)
+    to_none = step % 2 == 0
+    before = [p.grad for p in dmodel.parameters()]
+    dopt.zero_grad(set_to_none=to_none); dref_opt.zero_grad()
+    nn.functional.mse_loss(dddp(mine(x)), mine(y)).backward()
+    nn.functional.mse_loss(dref(x), y).backward()
+    default_diffs.append(max(maxdiff(p.grad, q.grad) for p, q in zip(dmodel.parameters(), dref.parameters())))
+    if not to_none:
+        identities.append(all(p.grad is g for p, g in zip(dmodel.parameters(), before)))
+    if held is not None:
+        held_kept.append(maxdiff(*held))
+    held = (dmodel[2].weight.grad, dmodel[2].weight.grad.clone()) if step % 2 == 1 else None
+    dopt.step(); dref_opt.step()
+out["default_diffs"], out["identities"], out["held_kept"] = default_diffs, identities, held_kept
+out["default_param_diff"] = max(maxdiff(p, q) for p, q in zip(dmodel.parameters(), dref.parameters()))
+
 
 class Counter(nn.Module):  # a buffer that each forward changes
     def __init__(self):
@@ -271,6 +299,8 @@ def test_ddp_training_equals_one_process_on_the_concatenated_batch(tmp_path, n):
         assert out["ckpt_diff"] < 1e-10
         assert max(out["view_diffs"]) < 1e-10 and out["view_param_diff"] < 1e-10, out
         assert out["views"] == [True] * 4  # every .grad a view into a bucket, each step
+        assert max(out["default_diffs"]) < 1e-10 and out["default_param_diff"] < 1e-10, out
+        assert out["identities"] == [True, True] and out["held_kept"] == [0.0, 0.0], out
         assert out["count_True"] == 6.0  # rank 0's 5, broadcast before the forward's += 1
         assert out["count_False"] == 10.0 * r + 6
 

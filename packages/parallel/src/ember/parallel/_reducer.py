@@ -5,6 +5,11 @@ order), moved on (``is_completed``: MPI moves data only while it is called) from
 that communication overlaps the rest of backward, and all of them waited for in a final callback at the end of
 backward, which writes the averaged gradients back into the parameters' ``.grad``.
 
+Without a comm hook, a gradient is divided by the number of ranks as it is copied into its bucket (one pass over
+it, not a copy and then a division of the whole bucket), and a ``.grad`` that this backward created gets the
+bucket's averaged part itself at the end (the bucket takes a fresh buffer for the next backward) instead of a copy
+of it; a ``.grad`` that existed before backward (accumulation, ``no_sync()``) keeps its identity and gets a copy.
+
 Buckets follow PyTorch's ``compute_bucket_assignment_by_size``: parameters in reverse registration order (the order
 backward produces their gradients in), one dtype per bucket, a bucket closed once it holds ``cap`` bytes or more;
 the first bucket's cap is 1 MiB (``dist._DEFAULT_FIRST_BUCKET_BYTES``) so that communication starts early, or the
@@ -51,7 +56,7 @@ def assign_buckets(params: list, cap_bytes: int, first_cap_bytes: int = FIRST_BU
 
 
 class _Bucket:
-    __slots__ = ("index", "indices", "params", "offsets", "buffer", "views", "pending", "future")
+    __slots__ = ("index", "indices", "params", "offsets", "buffer", "views", "pending", "future", "given")
 
     def __init__(self, index, indices, params):
         self.index, self.indices, self.params = index, indices, params
@@ -59,10 +64,14 @@ class _Bucket:
         for p in params:
             self.offsets.append(total)
             total += p.numel()
-        self.buffer = ember.zeros(total, dtype=params[0].dtype, device=params[0].device)
-        #: each parameter's part of the buffer, in its shape (its ``.grad`` with ``gradient_as_bucket_view``)
-        self.views = [self.buffer[o:o + p.numel()].view(p.shape) for o, p in zip(self.offsets, params)]
         self.pending, self.future = 0, None
+        self.renew(ember.zeros(total, dtype=params[0].dtype, device=params[0].device))
+
+    def renew(self, buffer) -> None:
+        """Take ``buffer`` as the flat buffer (the old one's views became ``.grad`` tensors)."""
+        self.buffer, self.given = buffer, False  # given: some view of it is a parameter's .grad now
+        #: each parameter's part of the buffer, in its shape (its ``.grad`` with ``gradient_as_bucket_view``)
+        self.views = [buffer[o:o + p.numel()].view(p.shape) for o, p in zip(self.offsets, self.params)]
 
 
 class Reducer:
@@ -78,6 +87,11 @@ class Reducer:
         self.hook, self.hook_state = allreduce_hook, process_group
         self.group_size = dist.get_world_size(process_group)  # fixed for the group's life: once, not per bucket
         self.divisor = self.group_size
+        # without a comm hook, gradients are divided as they are copied into the buckets (arrays whose ufuncs take
+        # out=, NumPy's and CuPy's); with gradient_as_bucket_view backward writes into the buckets: no copy to fuse
+        self.fuse_division = (not grad_as_view and
+                              all(hasattr(type(core.array(b.buffer)), "__array_ufunc__") for b in self.buckets))
+        self.fresh: list[bool] = []  # whether a parameter had no .grad when this backward reached the reducer
         self.active = False  # a backward that must sync gradients is expected
         self.ready: list[bool] = []
         self.used: list[bool] = []
@@ -116,6 +130,9 @@ class Reducer:
         if not self.callback_queued:
             core.queue_callback(self.finish)
             self.callback_queued = True
+            # .grad that this backward creates may become the buckets' averaged parts (no copy back at the end);
+            # parameter i's own .grad already exists here, so it is copied
+            self.fresh = [p.grad is None for p in self.params]
             unused, self.unused = self.unused, []
             for j in unused:  # as PyTorch's: a .grad accumulated before (under no_sync()) still counts; zeros if None
                 self.mark_ready(j, self.params[j].grad)
@@ -134,11 +151,12 @@ class Reducer:
         with ember.no_grad():
             if grad is None:
                 view.zero_()
-            else:
-                if grad is not view:  # with gradient_as_bucket_view, backward accumulated into the view itself
-                    view.copy_(grad)
-                    if self.grad_as_view:
-                        self.params[i].grad = view
+            elif self.hook is allreduce_hook and self.fuse_division:
+                core.array_namespace(view).multiply(core.array(grad), 1.0 / self.divisor, out=core.array(view))
+            elif grad is not view:  # with gradient_as_bucket_view, backward accumulated into the view itself
+                view.copy_(grad)
+                if self.grad_as_view:
+                    self.params[i].grad = view
         self.ready[i] = True
         bucket.pending -= 1
         while self.launched < len(self.buckets) and self.buckets[self.launched].pending == 0:
@@ -155,6 +173,11 @@ class Reducer:
             self.completed += 1
 
     def _launch(self, bucket: _Bucket) -> None:
+        if self.hook is allreduce_hook and self.fuse_division:  # divided already, as the gradients came in
+            buffer = bucket.buffer
+            bucket.future = CommFuture(dist.all_reduce(buffer, group=self.process_group, async_op=True),
+                                       lambda: buffer)
+            return
         grad_bucket = GradBucket(bucket.index, bucket.buffer, bucket.params, bucket.offsets,
                                  bucket.index == len(self.buckets) - 1)
         if self.hook is allreduce_hook and self.divisor != self.group_size:
@@ -186,12 +209,18 @@ class Reducer:
                     if self.grad_as_view:
                         p.grad = bucket.views[pos]  # already it, unless this rank did not use p
                         continue
+                    if result is bucket.buffer and self.fresh[i]:
+                        p.grad = bucket.views[pos]  # created by this backward: the average itself, no copy
+                        bucket.given = True
+                        continue
                     avg = (bucket.views[pos] if result is bucket.buffer
                            else result[bucket.offsets[pos]:bucket.offsets[pos] + p.numel()].view(p.shape))
                     if p.grad is None:
                         p.grad = avg.clone()
                     else:
                         p.grad.copy_(avg)
+                if bucket.given:  # the next backward must not write into those .grad
+                    bucket.renew(ember.empty_like(bucket.buffer))
 
     def _globally_used(self) -> list[bool]:
         mask = ember.tensor([int(u) for u in self.used], dtype=ember.int32)
