@@ -172,6 +172,14 @@ assert dist.is_initialized() and dist.get_backend() == "mpi" and dist.get_rank()
 assert dist.get_world_size() == 2 and dist.group.WORLD.size() == 2
 single = dist.new_group([1])
 assert (dist.get_rank(single), dist.get_world_size(single)) == ((0, 1) if rank == 1 else (-1, -1))
+assert dist.get_process_group_ranks(single) == [1] and dist.get_process_group_ranks(None) == [0, 1]
+assert dist.get_global_rank(single, 0) == 1 and dist.get_global_rank(None, 1) == 1
+try:
+    dist.get_global_rank(single, 1)
+except ValueError as exc:
+    assert "group_rank must be an int in [0, 0], but got 1" in str(exc), exc
+else:
+    raise AssertionError("get_global_rank accepted a group rank outside the group")
 dist.destroy_process_group(single)
 dist.destroy_process_group()
 assert not dist.is_initialized()

@@ -31,6 +31,8 @@ from ._group import (
     default_pg_timeout,
     destroy_process_group,
     get_backend,
+    get_global_rank,
+    get_process_group_ranks,
     get_rank,
     get_world_size,
     group,
@@ -46,7 +48,8 @@ from .backend import Backend, Work
 
 __all__ = [
     "init_process_group", "destroy_process_group", "is_initialized", "is_available", "is_mpi_available",
-    "get_rank", "get_world_size", "get_backend", "new_group", "ProcessGroup", "GroupMember", "group",
+    "get_rank", "get_world_size", "get_backend", "get_process_group_ranks", "get_global_rank",
+    "new_group", "ProcessGroup", "GroupMember", "group",
     "default_pg_timeout", "ReduceOp", "Work", "Backend", "DistError", "DistBackendError",
     "barrier", "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter_tensor",
     "gather", "scatter", "all_to_all_single", "send", "recv", "isend", "irecv",

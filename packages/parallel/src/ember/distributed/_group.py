@@ -176,6 +176,25 @@ def get_world_size(group: ProcessGroup | None = None) -> int:
     return pg.size() if pg.backend is not None else -1
 
 
+def get_process_group_ranks(group: ProcessGroup | None) -> list[int]:
+    """The global ranks of ``group``'s members (None: the default group), in group-rank order (PyTorch's name).
+
+    On each rank of a job (``ember-run -n 3 script.py``)::
+
+        dist.get_process_group_ranks(dist.new_group([2, 0]))  # [0, 2]
+    """
+    return list(resolve(group).ranks)
+
+
+def get_global_rank(group: ProcessGroup | None, group_rank: int) -> int:
+    """The global rank of the member with rank ``group_rank`` in ``group`` (None: the default group)."""
+    ranks = resolve(group).ranks
+    if not isinstance(group_rank, int) or not 0 <= group_rank < len(ranks):
+        raise ValueError(f"get_global_rank: group_rank must be an int in [0, {len(ranks) - 1}], but got "
+                         f"{group_rank!r}")
+    return ranks[group_rank]
+
+
 def get_backend(group: ProcessGroup | None = None) -> str:
     """The name of ``group``'s backend (``"mpi"``)."""
     return resolve(group).backend_name

@@ -78,7 +78,7 @@ class DistributedDataParallel(nn.Module):
 
     def _sync_module_states(self) -> None:
         """Every rank's parameters and buffers become rank 0's (of the group)."""
-        src = _group_rank0(self.process_group)
+        src = dist.get_global_rank(self.process_group, 0)
         tensors = [p for p in self.module.parameters()] + [b for b in self.module.buffers()]
         _broadcast_all(tensors, src, self.process_group)
 
@@ -90,7 +90,7 @@ class DistributedDataParallel(nn.Module):
         if self._joined is not None:
             divisor, sync = self._joined.announce(sync)
         if self.broadcast_buffers:
-            _broadcast_all(list(self.module.buffers()), _group_rank0(self.process_group), self.process_group)
+            _broadcast_all(list(self.module.buffers()), dist.get_global_rank(self.process_group, 0), self.process_group)
         outputs = self.module(*inputs, **kwargs)
         if sync:
             self.reducer.prepare(outputs, divisor)
@@ -149,19 +149,26 @@ class DistributedDataParallel(nn.Module):
         return _Join(self, divide_by_initial_world_size) if enable else contextlib.nullcontext()
 
 
-def _group_rank0(process_group) -> int:
-    """The global rank of ``process_group``'s first rank (0 for the default group)."""
-    pg = process_group if process_group is not None else dist.group.WORLD
-    return pg.ranks[0]
-
-
 def _broadcast_all(tensors, src: int, process_group) -> None:
+    """Global rank ``src``'s values of ``tensors`` into every rank's, coalesced: one broadcast per dtype, of the
+    tensors of that dtype concatenated (in the given order, which is the module's on every rank)."""
     if dist.get_world_size(process_group) == 1:
         return
+    by_dtype: dict = {}
+    for t in tensors:
+        by_dtype.setdefault(t.dtype, []).append(t)
     with ember.no_grad():
-        works = [dist.broadcast(t, src=src, group=process_group, async_op=True) for t in tensors]
+        flats = [(ember.cat([t.reshape(-1) for t in group]), group) for group in by_dtype.values()]
+        works = [dist.broadcast(flat, src=src, group=process_group, async_op=True) for flat, _ in flats]
         for work in works:
             work.wait()
+        if dist.get_rank() == src:
+            return
+        for flat, group in flats:
+            offset = 0
+            for t in group:
+                t.copy_(flat[offset:offset + t.numel()].view(t.shape))
+                offset += t.numel()
 
 
 class _Join:
@@ -200,7 +207,8 @@ class _Join:
                     return False
                 last_joiner = False
                 if ddp.broadcast_buffers:
-                    _broadcast_all(list(ddp.module.buffers()), _group_rank0(ddp.process_group), ddp.process_group)
+                    first = dist.get_global_rank(ddp.process_group, 0)
+                    _broadcast_all(list(ddp.module.buffers()), first, ddp.process_group)
                 if n_sync:
                     divisor = dist.get_world_size(ddp.process_group) if self.initial else n_active
                     ddp.reducer.shadow_backward(divisor)
@@ -211,8 +219,7 @@ class _Join:
         """The ranks that joined early skipped the last steps: every rank takes the parameters and buffers of the
         highest-numbered rank that trained to the end (PyTorch's ``_sync_final_model``)."""
         pg = self.ddp.process_group
-        ranks = pg.ranks if pg is not None else list(range(dist.get_world_size()))
-        me = ember.tensor([ranks[dist.get_rank(pg)] if last_joiner else -1], dtype=ember.int64)
+        me = ember.tensor([dist.get_global_rank(pg, dist.get_rank(pg)) if last_joiner else -1], dtype=ember.int64)
         dist.all_reduce(me, op=dist.ReduceOp.MAX, group=pg)
         module = self.ddp.module
         _broadcast_all([*module.parameters(), *module.buffers()], int(me.item()), pg)

@@ -46,8 +46,7 @@ class ZeroRedundancyOptimizer(Optimizer):
         self.process_group = process_group
         self.world_size = dist.get_world_size(process_group)
         self.rank = dist.get_rank(process_group)
-        group = process_group if process_group is not None else dist.group.WORLD
-        self._global_ranks = group.ranks
+        self._global_ranks = dist.get_process_group_ranks(process_group)
         self._optimizer_class = optimizer_class
         self._owner = self._partition()  # id(param) -> owning group rank
         self._all_params = [p for g in self.param_groups for p in g["params"]]

@@ -87,7 +87,7 @@ class PipelineStage:
         self.stage_index, self.num_stages, self.group = stage_index, num_stages, group
         self.device = ember.device("cpu" if device is None else device)
         self.checkpoint = bool(checkpoint)
-        ranks = (group if group is not None else dist.group.WORLD).ranks
+        ranks = dist.get_process_group_ranks(group)
         self._prev = ranks[stage_index - 1] if stage_index > 0 else None
         self._next = ranks[stage_index + 1] if stage_index + 1 < num_stages else None
         self.max_live_activations = 0
