@@ -110,7 +110,7 @@ def test_keep_all_and_bad_arguments(tmp_path):
     assert _fill(tmp_path, m, [1, 2, 3]) == [] and m.finish() == []
     with pytest.raises(ValueError, match="num_to_keep"):
         CheckpointManager(num_to_keep=0)
-    with pytest.raises(ValueError, match="'max' or 'min'"):
+    with pytest.raises(ValueError, match="checkpoint_score_order must be 'min' or 'max'"):
         CheckpointManager(num_to_keep=1, score_order="best")
 
 

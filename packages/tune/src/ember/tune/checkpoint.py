@@ -17,11 +17,12 @@ A trial saves a checkpoint by handing a dict of tensors and plain values to
 """
 from __future__ import annotations
 
-import math
 import os
 import shutil
 
 import ember  # cheap: the core loads when ember.save/ember.load are first used
+
+from ._objective import check_mode, value_loss
 
 __all__ = ["Checkpoint", "CheckpointManager", "checkpoint_path", "write_checkpoint"]
 
@@ -139,8 +140,7 @@ class CheckpointManager:
         if num_to_keep is not None and (isinstance(num_to_keep, bool) or not isinstance(num_to_keep, int)
                                         or num_to_keep < 1):
             raise ValueError(f"num_to_keep must be a positive int or None (keep all), got {num_to_keep!r}")
-        if score_order not in ("max", "min"):
-            raise ValueError(f"checkpoint_score_order must be 'max' or 'min', got {score_order!r}")
+        check_mode(score_order, name="checkpoint_score_order")
         self.num_to_keep, self.score_attribute, self.score_order = num_to_keep, score_attribute, score_order
         self._entries: list = []  # [path, score] in the order registered (oldest first)
         self._finished = False
@@ -161,25 +161,22 @@ class CheckpointManager:
         ranked = self._ranked()
         return self._entries[ranked[0]][0] if ranked else None
 
-    def _score(self, metrics) -> float:
+    def _loss(self, metrics) -> float:
+        """The checkpoint's rank as a loss (lower is better; not reported or NaN: the worst)."""
         if self.score_attribute is None:
             return 0.0  # ties everywhere: the newer wins
-        value = (metrics or {}).get(self.score_attribute)
-        value = float("nan") if value is None else float(value)
-        if math.isnan(value):
-            return float("-inf")
-        return value if self.score_order == "max" else -value
+        return value_loss((metrics or {}).get(self.score_attribute), self.score_order)
 
     def _ranked(self) -> list:
         """Indexes into ``_entries``, best first (ties: newer first)."""
-        return sorted(range(len(self._entries)), key=lambda i: (self._entries[i][1], i), reverse=True)
+        return sorted(range(len(self._entries)), key=lambda i: (self._entries[i][1], -i))
 
     def register(self, path: str, metrics: dict | None = None) -> list:
         """Record the trial's new checkpoint (its latest) with the metrics reported with it; delete the files
         that fall out of the best ``num_to_keep``. Returns the deleted paths."""
         path = os.fspath(path)
         self._entries = [e for e in self._entries if e[0] != path]
-        self._entries.append([path, self._score(metrics)])
+        self._entries.append([path, self._loss(metrics)])
         self._finished = False
         return self._prune()
 

@@ -15,10 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-
-def _check_mode(owner, mode, allow_none=False, name="mode"):
-    if mode not in ("min", "max") and not (allow_none and mode is None):
-        raise ValueError(f"{owner}: {name} must be 'min' or 'max', got {mode!r}")
+from ._objective import check_mode
 
 
 def _check_count(owner, name, value, minimum, allow_none=True, allow_minus_one=False):
@@ -52,7 +49,7 @@ class TuneConfig:
     executor: object = "local"
 
     def __post_init__(self):
-        _check_mode("TuneConfig", self.mode, allow_none=True)
+        check_mode(self.mode, "TuneConfig", allow_none=True)
         if self.metric is not None and not isinstance(self.metric, str):
             raise TypeError(f"TuneConfig: metric must be the name of a reported key (str), got {self.metric!r}")
         _check_count("TuneConfig", "num_samples", self.num_samples, 1, allow_none=False, allow_minus_one=True)
@@ -73,7 +70,7 @@ class CheckpointConfig:
 
     def __post_init__(self):
         _check_count("CheckpointConfig", "num_to_keep", self.num_to_keep, 1)
-        _check_mode("CheckpointConfig", self.checkpoint_score_order, name="checkpoint_score_order")
+        check_mode(self.checkpoint_score_order, "CheckpointConfig", "checkpoint_score_order")
 
 
 @dataclasses.dataclass

@@ -28,7 +28,7 @@ import secrets
 import time
 
 from . import registry
-from ._objective import loss
+from ._objective import check_mode, loss
 from .checkpoint import Checkpoint, CheckpointManager, write_checkpoint
 from .journal import Journal, normalized
 from .results import ResultGrid
@@ -85,8 +85,7 @@ class Experiment:
         from .space import SearchSpace  # here, not at import: `import ember.tune` stays cheap
         if not isinstance(metric, str):
             raise TypeError(f"Experiment: metric must be the name of a reported key (str), got {metric!r}")
-        if mode not in ("min", "max"):
-            raise ValueError(f"Experiment: mode must be 'min' or 'max', got {mode!r}")
+        check_mode(mode, "Experiment")
         for what, value, low in (("num_samples", num_samples, 1), ("max_failures", max_failures, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or (value < low and value != -1):
                 raise ValueError(f"Experiment: {what} must be an int >= {low} or -1 (no limit), got {value!r}")

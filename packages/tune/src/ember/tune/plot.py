@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 
+from ._objective import check_mode, value_loss
+
 
 def _pyplot():
     """``matplotlib.pyplot``, or an ImportError saying how to get it."""
@@ -35,8 +37,7 @@ def _resolve(results, metric, mode=None, need_mode=False):
         raise ValueError("no metric given and the results have no default metric; pass metric='<name>'")
     if need_mode:
         mode = mode or getattr(results, "mode", None)
-        if mode not in ("min", "max"):
-            raise ValueError(f"mode must be 'min' or 'max' (or set on the results), got {mode!r}")
+        check_mode(mode, "plot_best_over_time (mode= or the results' mode)")
     return metric, mode
 
 
@@ -95,12 +96,11 @@ def best_over_time(results, metric: str, mode: str, x: str = "time"):
             first = result.metrics_history[0]
             start = min(start, first["timestamp"] - first.get("time_total_s", 0.0))
     events.sort(key=lambda e: e[0])
-    sign = 1.0 if mode == "min" else -1.0
     xs, best, spent, incumbent = [], [], 0, math.inf
     for timestamp, used, value in events:
         spent += used
-        if value is not None and sign * value < incumbent:
-            incumbent = sign * value
+        if value is not None and value_loss(value, mode) < incumbent:
+            incumbent = value_loss(value, mode)
             xs.append(timestamp - start if x == "time" else spent)
             best.append(value)
     return xs, best

@@ -20,6 +20,7 @@ import dataclasses
 import json
 import math
 
+from ._objective import MODES, value_loss
 from .journal import json_default
 
 #: the result keys every result has, shown after the metric in tables
@@ -96,13 +97,12 @@ class ResultGrid:
         """
         metric = metric or self.metric
         mode = mode or self.mode
-        if metric is None or mode not in ("min", "max"):
+        if metric is None or mode not in MODES:
             raise ValueError("get_best_result: give metric= and mode= ('min' or 'max'); the experiment has "
                              f"metric={self.metric!r}, mode={self.mode!r}")
         if scope not in ("last", "all"):
             raise ValueError(f"get_best_result: scope must be 'last' or 'all', got {scope!r}")
-        sign = 1.0 if mode == "max" else -1.0
-        best, best_score = None, -math.inf
+        best, best_loss = None, math.inf
         for result in self._results:
             history = result.metrics_history if scope == "all" else result.metrics_history[-1:]
             for r in history:
@@ -111,8 +111,8 @@ class ResultGrid:
                 value = float(r[metric])
                 if filter_nan_and_inf and not math.isfinite(value):
                     continue
-                if best is None or sign * value > best_score:
-                    best, best_score = result, sign * value
+                if best is None or value_loss(value, mode) < best_loss:
+                    best, best_loss = result, value_loss(value, mode)
         if best is None:
             raise RuntimeError(f"get_best_result: no trial reported {metric!r}"
                                + (" as a finite value" if filter_nan_and_inf else "")
@@ -146,9 +146,8 @@ class ResultGrid:
         """``(header, rows)`` of :meth:`table`, every cell a string."""
         results = self._results
         if max_rows is not None and self.metric is not None:
-            sign = -1.0 if self.mode == "max" else 1.0
             results = sorted(results, key=lambda r: (self.metric not in r.metrics,
-                                                     sign * float(r.metrics.get(self.metric, 0.0))))[:max_rows]
+                                                     value_loss(r.metrics.get(self.metric), self.mode)))[:max_rows]
         configs = [_flatten(r.config) for r in results]
         config_cols = _union(c.keys() for c in configs)
         shown = [k for k in (self.metric, "training_iteration") if k is not None]

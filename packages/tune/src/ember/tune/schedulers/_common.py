@@ -13,6 +13,7 @@ import math
 import numbers
 from fractions import Fraction
 
+from .._objective import check_mode
 from .base import Scheduler
 
 
@@ -29,8 +30,7 @@ class MetricScheduler(Scheduler):
             raise TypeError(f"time_attr must be the name of a result key (a non-empty str), got {time_attr!r}")
         if metric is not None and (not isinstance(metric, str) or not metric):
             raise TypeError(f"metric must be the name of a result key (a non-empty str) or None, got {metric!r}")
-        if mode not in (None, "min", "max"):
-            raise ValueError(f"mode must be 'min', 'max' or None, got {mode!r}")
+        check_mode(mode, allow_none=True)
         self.time_attr, self.metric, self.mode = time_attr, metric, mode
         self._given = {"metric": metric, "mode": mode}
 
