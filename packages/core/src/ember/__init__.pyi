@@ -887,6 +887,17 @@ def empty_like(
 ) -> Tensor:
     ...
 
+# ember._plugins
+def ensure_plugins(hookspec: Any, builtins: builtins.tuple[builtins.str, ...] = ...) -> Any:
+    """The plugin manager, with the hooks of ``hookspec`` (a distribution's hookspec module) known and its built-in
+    plugin modules ``builtins`` registered through :func:`register_plugin`, as a third party's would be: how
+    ember-tune, ember-parallel and others open their own hooks. Cheap once done.
+
+    >>> import ember, ember.hookspecs
+    >>> ember.ensure_plugins(ember.hookspecs) is ember.get_plugin_manager()
+    True
+    """
+
 # ember.ops.comparison
 def eq(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """``input == other`` elementwise, as a bool tensor (``other`` may be a number).

@@ -26,6 +26,7 @@ from ._dtype import *  # noqa: F401,F403
 from ._dtype import bool_  # noqa: F401
 from ._plugins import (  # noqa: F401
     collect_claims,
+    ensure_plugins,
     get_plugin_manager,
     hookimpl,
     list_backends,

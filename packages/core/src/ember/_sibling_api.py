@@ -40,7 +40,8 @@ share with nn's (each documented where it is defined):
 - ``queue_callback(fn)``: run ``fn()`` when the backward in progress has finished (PyTorch's
   ``Variable._execution_engine.queue_callback``), for ember-parallel's DistributedDataParallel;
 - for ember-onnx: ``TRACE``, the context variable holding the op trace in progress
-  (``Op.apply`` hands each call to it), ``numpy_dtype(dtype)``, the NumPy dtype of
+  (``Op.apply`` hands each call to it), ``onnx_lowerings()``, the plugins' lowerings
+  (cached until the registered plugins change), ``numpy_dtype(dtype)``, the NumPy dtype of
   an ember dtype, and the pooling window geometry core's pooling ops use
   (``pool_windows``, ``pooled_size``, ``Windows``, ``AdaptiveWindows``), so that an
   exported pooling cuts the same windows.
@@ -53,6 +54,7 @@ share with nn's (each documented where it is defined):
 from __future__ import annotations
 
 from ._dtype import numpy_dtype
+from ._plugins import onnx_lowerings
 from ._tensor import Tensor
 from .autograd.engine import queue_callback
 from .autograd.function import TRACE, Op
@@ -70,7 +72,7 @@ __all__ = [
     # helpers core's ops share with nn's
     "Op", "parse_to", "promote", "wrap_dim", "cast_scalar", "broadcast_shape", "get_reduction", "pairwise_distance",
     # for ember-onnx: the op trace, dtypes, pooling windows
-    "TRACE", "numpy_dtype", "pool_windows", "pooled_size", "Windows", "AdaptiveWindows",
+    "TRACE", "onnx_lowerings", "numpy_dtype", "pool_windows", "pooled_size", "Windows", "AdaptiveWindows",
 ]
 
 

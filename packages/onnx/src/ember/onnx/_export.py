@@ -24,8 +24,7 @@ def registered_lowerings() -> dict:
     """``{op_name: lowering}`` from every plugin, ember's own included (registered here on first use)."""
     if not ember.get_plugin_manager().has_plugin(BUILTIN_LOWERINGS):
         ember.register_plugin(lowerings, BUILTIN_LOWERINGS)
-    found = ember.collect_claims("ember_onnx_lowerings", "the ONNX lowering of op {key}")
-    return {op: lowering for op, (lowering, _) in found.items()}
+    return core.onnx_lowerings()
 
 
 def export(model, args, f, input_names=None, output_names=None, dynamic_axes=None, opset_version: int = 17,

@@ -10,9 +10,7 @@ ValueError: unknown process-group backend 'nonsense'; known: ['mpi']
 """
 from __future__ import annotations
 
-import importlib
-
-from ember import collect_claims, get_plugin_manager, register_plugin
+from ember import collect_claims, ensure_plugins
 
 from . import hookspec
 
@@ -22,20 +20,9 @@ __all__ = ["available", "get", "BUILTIN_PLUGINS"]
 BUILTIN_PLUGINS = ("ember.distributed.backends.mpi",)
 
 
-def _plugin_manager():
-    pm = get_plugin_manager()
-    caller = getattr(pm.hook, "ember_distributed_backends", None)
-    if caller is None or caller.spec is None:  # a plugin may have been registered before this hook was known
-        pm.add_hookspecs(hookspec)
-    for modname in BUILTIN_PLUGINS:
-        if pm.get_plugin(modname) is None:
-            register_plugin(importlib.import_module(modname), modname)
-    return pm
-
-
 def available() -> dict:
     """``{name: factory}`` of every registered process-group backend."""
-    _plugin_manager()
+    ensure_plugins(hookspec, BUILTIN_PLUGINS)
     found = collect_claims("ember_distributed_backends", "the process-group backend {key}")
     return {name: factory for name, (factory, _) in found.items()}
 

@@ -10,9 +10,7 @@ ValueError: unknown scheduler 'nonsense'; known: ...
 """
 from __future__ import annotations
 
-import importlib
-
-from ember import collect_claims, get_plugin_manager, hookimpl, register_plugin  # noqa: F401  (re-exported for plugin authors)
+from ember import collect_claims, ensure_plugins, hookimpl, register_plugin  # noqa: F401  (re-exported for plugin authors)
 
 from . import hookspec
 
@@ -28,22 +26,11 @@ BUILTIN_PLUGINS = (
 _HOOKS = {"searcher": "ember_tune_searchers", "scheduler": "ember_tune_schedulers", "executor": "ember_tune_executors"}
 
 
-def _plugin_manager():
-    pm = get_plugin_manager()
-    caller = getattr(pm.hook, "ember_tune_searchers", None)
-    if caller is None or caller.spec is None:  # a plugin may have been registered before these hooks were known
-        pm.add_hookspecs(hookspec)
-    for modname in BUILTIN_PLUGINS:
-        if pm.get_plugin(modname) is None:
-            register_plugin(importlib.import_module(modname), modname)
-    return pm
-
-
 def available(kind: str) -> dict:
     """``{name: class}`` of every registered component of ``kind`` ("searcher", "scheduler" or "executor")."""
     if kind not in _HOOKS:
         raise ValueError(f"unknown component kind {kind!r}; expected one of {sorted(_HOOKS)}")
-    _plugin_manager()
+    ensure_plugins(hookspec, BUILTIN_PLUGINS)
     return {name: cls for name, (cls, _) in collect_claims(_HOOKS[kind], f"the tune {kind} {{key}}").items()}
 
 
