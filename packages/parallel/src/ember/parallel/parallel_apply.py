@@ -1,8 +1,6 @@
-"""``parallel_apply(modules, inputs)``: call each module on its own inputs, one thread per module.
-
-NumPy releases the GIL inside its kernels (BLAS, convolutions), so replicas on the CPU's logical devices
-do compute at the same time. Each thread runs with the caller's grad mode (``no_grad`` and ``inference_mode``
-are per thread). An exception in a replica is raised again in the caller, naming the replica and its device.
+"""``parallel_apply(modules, inputs)``: call each module on its own inputs, one thread per module
+(:func:`~ember.parallel._threads.run_in_threads`: the caller's grad mode in each; an exception in a replica is raised
+again in the caller, naming the replica and its device).
 
 >>> import ember
 >>> from ember import nn
@@ -14,11 +12,11 @@ are per thread). An exception in a replica is raised again in the caller, naming
 """
 from __future__ import annotations
 
-import threading
+import functools
 
 import ember
 
-from ._errors import reraise
+from ._threads import run_in_threads
 
 __all__ = ["parallel_apply"]
 
@@ -56,28 +54,10 @@ def parallel_apply(modules, inputs, kwargs_tup=None, devices=None):
         raise ValueError(f"parallel_apply() needs one kwargs dict per module, got {len(modules)} modules and "
                          f"{len(kwargs_tup)} kwargs dicts")
     devices = [None] * len(modules) if devices is None else list(devices)
-    grad_enabled, inference = ember.is_grad_enabled(), ember.is_inference_mode_enabled()
-    results: list = [None] * len(modules)
-    failures: list = [None] * len(modules)
-
-    def worker(i):
-        args = inputs[i] if isinstance(inputs[i], (list, tuple)) else (inputs[i],)
-        try:
-            with ember.inference_mode() if inference else ember.set_grad_enabled(grad_enabled):
-                results[i] = modules[i](*args, **kwargs_tup[i])
-        except Exception as exc:  # handed to the caller's thread below
-            failures[i] = exc
-
-    if len(modules) > 1:
-        threads = [threading.Thread(target=worker, args=(i,), name=f"ember-replica-{i}") for i in range(len(modules))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    elif modules:
-        worker(0)
-    for i, exc in enumerate(failures):
-        if exc is not None:
-            device = devices[i] if devices[i] is not None else _device_of(inputs[i])
-            reraise(f"replica {i}" + (f" on device {device}" if device is not None else ""), exc)
-    return results
+    calls, where = [], []
+    for i, (module, args, kwargs) in enumerate(zip(modules, inputs, kwargs_tup)):
+        args = args if isinstance(args, (list, tuple)) else (args,)
+        calls.append(functools.partial(module, *args, **kwargs))
+        device = devices[i] if devices[i] is not None else _device_of(args)
+        where.append(f"replica {i}" + (f" on device {device}" if device is not None else ""))
+    return run_in_threads(calls, where, "ember-replica")

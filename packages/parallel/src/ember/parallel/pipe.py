@@ -9,7 +9,7 @@ micro-batches). The output is the micro-batches' outputs concatenated on the las
 """
 from __future__ import annotations
 
-import threading
+import functools
 from collections import OrderedDict
 
 import ember
@@ -17,7 +17,7 @@ from ember.nn import Module, ModuleList, Sequential
 
 from ._checkpoint import checkpoint_stage
 from ._devices import default_device_type, device_count, resolve_device, resolve_devices
-from ._errors import reraise
+from ._threads import run_in_threads
 
 __all__ = ["Pipe"]
 
@@ -181,27 +181,15 @@ class Pipe(Module):
         stop = {"always": n_micro, "except_last": n_micro - 1, "never": 0}[self.checkpoint] if grad_enabled else 0
         for clock in range(n_micro + n_stages - 1):
             tasks = [(clock - j, j) for j in range(n_stages) if 0 <= clock - j < n_micro]
-            self._run_clock(tasks, micro, stop, grad_enabled)
+            self._run_clock(tasks, micro, stop)
         return ember.cat(micro, 0)
 
-    def _run_clock(self, tasks, micro, stop, grad_enabled):
+    def _run_clock(self, tasks, micro, stop):
         """Run stage ``j`` on micro-batch ``i`` for every ``(i, j)`` in ``tasks``, one thread each."""
-        failures = {}
-
         def work(i, j):
-            try:
-                with ember.set_grad_enabled(grad_enabled):
-                    x = micro[i].to(self.devices[j])
-                    stage = self.partitions[j]
-                    micro[i] = checkpoint_stage(stage, x) if i < stop else stage(x)
-            except Exception as exc:  # handed to the caller's thread below
-                failures[(i, j)] = exc
+            x = micro[i].to(self.devices[j])
+            stage = self.partitions[j]
+            micro[i] = checkpoint_stage(stage, x) if i < stop else stage(x)
 
-        threads = [threading.Thread(target=work, args=task, name=f"ember-pipe-stage-{task[1]}") for task in tasks]
-        for t in threads[1:]:
-            t.start()
-        work(*tasks[0])
-        for t in threads[1:]:
-            t.join()
-        for (i, j), exc in sorted(failures.items(), key=lambda item: item[0][1]):
-            reraise(f"stage {j} on device {self.devices[j]}, micro-batch {i}", exc)
+        where = [f"stage {j} on device {self.devices[j]}, micro-batch {i}" for i, j in tasks]
+        run_in_threads([functools.partial(work, i, j) for i, j in tasks], where, "ember-pipe-stage")
