@@ -20,9 +20,9 @@ __all__ = ["run_in_threads"]
 
 
 def run_in_threads(calls, where, thread_name: str = "ember-worker") -> list:
-    """``[call() for call in calls]``, each in its own thread named ``thread_name-i`` (a single call in the caller's
-    thread), with the caller's grad mode. If any raised, the first of them in ``calls``' order is raised again here, naming ``where[i]`` (e.g.
-    ``"replica 1 on device cpu:1"``)."""
+    """``[call() for call in calls]``, each in its own thread named ``thread_name-i`` (a single call in the
+    caller's thread), with the caller's grad mode. If any raised, the first of them in ``calls``' order is raised
+    again here, naming ``where[i]`` (e.g. ``"replica 1 on device cpu:1"``)."""
     grad_enabled, inference = ember.is_grad_enabled(), ember.is_inference_mode_enabled()
     results: list = [None] * len(calls)
     failures: list = [None] * len(calls)

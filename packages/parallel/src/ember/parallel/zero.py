@@ -8,6 +8,8 @@ that owns the fewest elements so far. With gradients averaged by DDP, the update
 """
 from __future__ import annotations
 
+import io
+
 import ember
 import ember.distributed as dist
 from ember.optim import Optimizer
@@ -94,10 +96,10 @@ class ZeroRedundancyOptimizer(Optimizer):
         me = self._global_ranks[self.rank]
         shards = []
         for k, src in enumerate(self._global_ranks):
-            obj = [_pack(self.optim.state_dict()) if k == self.rank else None]
+            obj = [_to_bytes(self.optim.state_dict()) if k == self.rank else None]
             dist.broadcast_object_list(obj, src=src, group=self.process_group)
             if me == to:
-                shards.append(_unpack(obj[0]))  # a copy, also of this rank's own share
+                shards.append(ember.load(io.BytesIO(obj[0])))  # a copy, also of this rank's own share
         self._consolidated = shards if me == to else None
 
     def state_dict(self) -> dict:
@@ -142,34 +144,8 @@ class ZeroRedundancyOptimizer(Optimizer):
         self.optim.load_state_dict({"state": local_state, "param_groups": packed})
 
 
-class _Packed:
-    """A tensor on its way through ``broadcast_object_list`` (ember tensors are not pickled): its NumPy array (in
-    float32 for bfloat16, which NumPy lacks) and its dtype's name."""
-
-    def __init__(self, t):
-        self.dtype = str(t.dtype).removeprefix("ember.")
-        self.array = (t.float() if t.dtype == ember.bfloat16 else t).detach().numpy().copy()
-
-    def tensor(self):
-        return ember.from_numpy(self.array).to(getattr(ember, self.dtype))
-
-
-def _pack(value):
-    """``value`` (an optimizer state dict, nested dicts, lists and tuples) with every tensor a :class:`_Packed`."""
-    if isinstance(value, ember.Tensor):
-        return _Packed(value)
-    if isinstance(value, dict):
-        return {k: _pack(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_pack(v) for v in value)
-    return value
-
-
-def _unpack(value):
-    if isinstance(value, _Packed):
-        return value.tensor()
-    if isinstance(value, dict):
-        return {k: _unpack(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_unpack(v) for v in value)
-    return value
+def _to_bytes(state_dict: dict) -> bytes:
+    """An optimizer state dict as the bytes of an ``ember.save`` checkpoint (tensors keep dtype and bits)."""
+    buffer = io.BytesIO()
+    ember.save(state_dict, buffer)
+    return buffer.getvalue()
