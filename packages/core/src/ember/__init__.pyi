@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pkgutil import extend_path as extend_path
 from typing import Any
 
+from ember import accelerator as accelerator
 from ember import autograd as autograd
 from ember import backends as backends
 from ember import cuda as cuda
@@ -77,7 +78,7 @@ from ember.random import default_generator as default_generator
 __version__: builtins.str
 
 # ember.ops.pointwise
-def abs(input: Tensor) -> Tensor:
+def abs(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Absolute value; integers stay integers.
 
     >>> import ember
@@ -86,7 +87,7 @@ def abs(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def absolute(input: Tensor) -> Tensor:
+def absolute(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Absolute value; integers stay integers.
 
     >>> import ember
@@ -95,7 +96,7 @@ def absolute(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def acos(input: Tensor) -> Tensor:
+def acos(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Arccosine; integers compute in the default float dtype.
 
     >>> import ember
@@ -104,7 +105,7 @@ def acos(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def acosh(input: Tensor) -> Tensor:
+def acosh(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Inverse hyperbolic cosine; integers compute in the default float dtype.
 
     >>> import ember
@@ -133,11 +134,25 @@ def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: builtin
     """
 
 # ember.ops.arith
-def add(input: Tensor, other: Tensor | builtins.float, *, alpha: builtins.float = ...) -> Tensor:
+def add(
+    input: Tensor,
+    other: Tensor | builtins.float,
+    *,
+    alpha: builtins.float = ...,
+    out: Tensor | None = ...,
+) -> Tensor:
     """``input + alpha * other``, broadcasting, with PyTorch's type promotion."""
 
 # ember.ops.matmul
-def addmm(input: Tensor, mat1: Any, mat2: Any, *, beta: builtins.float = ..., alpha: builtins.float = ...) -> Tensor:
+def addmm(
+    input: Tensor,
+    mat1: Any,
+    mat2: Any,
+    *,
+    beta: builtins.float = ...,
+    alpha: builtins.float = ...,
+    out: Tensor | None = ...,
+) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``, ``input`` broadcast to the product's shape.
 
     >>> import ember
@@ -146,7 +161,13 @@ def addmm(input: Tensor, mat1: Any, mat2: Any, *, beta: builtins.float = ..., al
     """
 
 # ember.ops.reduction
-def all(input: Tensor, dim: builtins.int | Sequence[builtins.int] | None = ..., keepdim: builtins.bool = ...) -> Tensor:
+def all(
+    input: Tensor,
+    dim: builtins.int | Sequence[builtins.int] | None = ...,
+    keepdim: builtins.bool = ...,
+    *,
+    out: Tensor | None = ...,
+) -> Tensor:
     """True if every element (over ``dim``) is nonzero; uint8 inputs give uint8, others bool.
 
     >>> import ember
@@ -183,7 +204,7 @@ def alpha_dropout(input: Tensor, p: Any = ..., training: builtins.bool = ..., in
     """
 
 # ember.ops.minmax
-def amax(input: Tensor, dim: builtins.int = ..., keepdim: builtins.bool = ...) -> Tensor:
+def amax(input: Tensor, dim: builtins.int = ..., keepdim: builtins.bool = ..., *, out: Tensor | None = ...) -> Tensor:
     """Largest values over ``dim`` (an int or a tuple; all by default).
 
     >>> import ember
@@ -192,7 +213,7 @@ def amax(input: Tensor, dim: builtins.int = ..., keepdim: builtins.bool = ...) -
     """
 
 # ember.ops.minmax
-def amin(input: Tensor, dim: builtins.int = ..., keepdim: builtins.bool = ...) -> Tensor:
+def amin(input: Tensor, dim: builtins.int = ..., keepdim: builtins.bool = ..., *, out: Tensor | None = ...) -> Tensor:
     """Smallest values over ``dim`` (an int or a tuple; all by default).
 
     >>> import ember
@@ -206,6 +227,7 @@ def aminmax(
     *,
     dim: builtins.int | Sequence[builtins.int] | None = ...,
     keepdim: builtins.bool = ...,
+    out: Tensor | None = ...,
 ) -> Any:
     """``(min, max)`` over ``dim`` (all elements by default), as ``ember.return_types.aminmax``.
 
@@ -217,7 +239,13 @@ def aminmax(
     """
 
 # ember.ops.reduction
-def any(input: Tensor, dim: builtins.int | Sequence[builtins.int] | None = ..., keepdim: builtins.bool = ...) -> Tensor:
+def any(
+    input: Tensor,
+    dim: builtins.int | Sequence[builtins.int] | None = ...,
+    keepdim: builtins.bool = ...,
+    *,
+    out: Tensor | None = ...,
+) -> Tensor:
     """True if any element (over ``dim``) is nonzero; uint8 inputs give uint8, others bool.
 
     >>> import ember
@@ -253,7 +281,7 @@ def arange(
     """
 
 # ember.ops.pointwise
-def arccos(input: Tensor) -> Tensor:
+def arccos(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Arccosine; integers compute in the default float dtype.
 
     >>> import ember
@@ -262,7 +290,7 @@ def arccos(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def arccosh(input: Tensor) -> Tensor:
+def arccosh(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Inverse hyperbolic cosine; integers compute in the default float dtype.
 
     >>> import ember
@@ -271,7 +299,7 @@ def arccosh(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def arcsin(input: Tensor) -> Tensor:
+def arcsin(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Arcsine; integers compute in the default float dtype.
 
     >>> import ember
@@ -280,7 +308,7 @@ def arcsin(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def arcsinh(input: Tensor) -> Tensor:
+def arcsinh(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Inverse hyperbolic sine; integers compute in the default float dtype.
 
     >>> import ember
@@ -289,7 +317,7 @@ def arcsinh(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def arctan(input: Tensor) -> Tensor:
+def arctan(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Arctangent; integers compute in the default float dtype.
 
     >>> import ember
@@ -298,7 +326,7 @@ def arctan(input: Tensor) -> Tensor:
     """
 
 # ember.ops.binary_math
-def arctan2(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def arctan2(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """The angle of the point ``(other, input)``: ``atan(input / other)`` in the right quadrant.
 
     >>> import ember
@@ -307,7 +335,7 @@ def arctan2(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.pointwise
-def arctanh(input: Tensor) -> Tensor:
+def arctanh(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Inverse hyperbolic tangent; integers compute in the default float dtype.
 
     >>> import ember
@@ -320,6 +348,8 @@ def argmax(
     input: Tensor,
     dim: builtins.int | Sequence[builtins.int] | None = ...,
     keepdim: builtins.bool = ...,
+    *,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """Index of the largest value (in the flattened tensor, or along ``dim``).
 
@@ -336,6 +366,8 @@ def argmin(
     input: Tensor,
     dim: builtins.int | Sequence[builtins.int] | None = ...,
     keepdim: builtins.bool = ...,
+    *,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """Index of the smallest value (in the flattened tensor, or along ``dim``).
 
@@ -351,6 +383,7 @@ def argsort(
     descending: builtins.bool = ...,
     *,
     stable: builtins.bool = ...,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """The indices that sort ``input`` along ``dim`` (stable).
 
@@ -379,7 +412,7 @@ def asarray(
     """Array-API style constructor: shares memory unless ``copy=True`` or a conversion is needed."""
 
 # ember.ops.pointwise
-def asin(input: Tensor) -> Tensor:
+def asin(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Arcsine; integers compute in the default float dtype.
 
     >>> import ember
@@ -388,7 +421,7 @@ def asin(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def asinh(input: Tensor) -> Tensor:
+def asinh(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Inverse hyperbolic sine; integers compute in the default float dtype.
 
     >>> import ember
@@ -397,7 +430,7 @@ def asinh(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def atan(input: Tensor) -> Tensor:
+def atan(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Arctangent; integers compute in the default float dtype.
 
     >>> import ember
@@ -406,7 +439,7 @@ def atan(input: Tensor) -> Tensor:
     """
 
 # ember.ops.binary_math
-def atan2(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def atan2(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """The angle of the point ``(other, input)``: ``atan(input / other)`` in the right quadrant.
 
     >>> import ember
@@ -415,7 +448,7 @@ def atan2(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.pointwise
-def atanh(input: Tensor) -> Tensor:
+def atanh(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Inverse hyperbolic tangent; integers compute in the default float dtype.
 
     >>> import ember
@@ -450,6 +483,7 @@ def baddbmm(
     *,
     beta: builtins.float = ...,
     alpha: builtins.float = ...,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)``, ``input`` broadcast to the product's shape.
 
@@ -459,7 +493,7 @@ def baddbmm(
     """
 
 # ember.ops.random_ops
-def bernoulli(input: Tensor, p: Any = ..., *, generator: Any = ...) -> Tensor:
+def bernoulli(input: Tensor, p: Any = ..., *, generator: Any = ..., out: Tensor | None = ...) -> Tensor:
     """0/1 samples: each element is 1 with the probability given by ``input`` (or by the float ``p``).
 
     The result has ``input``'s shape and dtype.
@@ -470,7 +504,7 @@ def bernoulli(input: Tensor, p: Any = ..., *, generator: Any = ...) -> Tensor:
     """
 
 # ember.ops.bitwise
-def bitwise_and(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def bitwise_and(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Elementwise AND of bits (of truth values for bools).
 
     >>> import ember
@@ -479,7 +513,7 @@ def bitwise_and(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.bitwise
-def bitwise_left_shift(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def bitwise_left_shift(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Integers shifted left by ``other`` bits (``input << other``).
 
     >>> import ember
@@ -488,7 +522,7 @@ def bitwise_left_shift(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.bitwise
-def bitwise_not(input: Tensor) -> Tensor:
+def bitwise_not(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Elementwise NOT of bits (``~x``); for bools, logical NOT.
 
     >>> import ember
@@ -499,7 +533,7 @@ def bitwise_not(input: Tensor) -> Tensor:
     """
 
 # ember.ops.bitwise
-def bitwise_or(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def bitwise_or(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Elementwise OR of bits (of truth values for bools).
 
     >>> import ember
@@ -508,7 +542,7 @@ def bitwise_or(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.bitwise
-def bitwise_right_shift(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def bitwise_right_shift(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Integers shifted right by ``other`` bits (``input >> other``).
 
     >>> import ember
@@ -517,7 +551,7 @@ def bitwise_right_shift(input: Tensor, other: Tensor | builtins.float) -> Tensor
     """
 
 # ember.ops.bitwise
-def bitwise_xor(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def bitwise_xor(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Elementwise XOR of bits (of truth values for bools).
 
     >>> import ember
@@ -526,7 +560,7 @@ def bitwise_xor(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.matmul
-def bmm(input: Tensor, mat2: Any) -> Tensor:
+def bmm(input: Tensor, mat2: Any, *, out: Tensor | None = ...) -> Tensor:
     """Batched product of ``(b, n, m)`` and ``(b, m, p)`` tensors (3-D only, no broadcasting).
 
     >>> import ember
@@ -545,7 +579,7 @@ def cat(tensors: Sequence[Tensor], dim: builtins.int = ..., *, out: Tensor | Non
     """
 
 # ember.ops.pointwise
-def ceil(input: Tensor) -> Tensor:
+def ceil(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Smallest integer not below each element.
 
     >>> import ember
@@ -577,7 +611,7 @@ def chunk(input: Tensor, chunks: Any, dim: builtins.int = ...) -> builtins.tuple
     """
 
 # ember.ops.binary_math
-def clamp(input: Tensor, min: Any = ..., max: Any = ...) -> Tensor:
+def clamp(input: Tensor, min: Any = ..., max: Any = ..., *, out: Tensor | None = ...) -> Tensor:
     """Each element limited to ``[min, max]`` (numbers or tensors; either may be None; if min > max, max wins).
 
     >>> import ember
@@ -590,15 +624,15 @@ def clamp_(self: Any, min: Any = ..., max: Any = ...) -> Tensor:
     """Clamp ``self`` into ``[min, max]`` in place."""
 
 # ember.ops.binary_math
-def clamp_max(input: Tensor, max: Any) -> Tensor:
+def clamp_max(input: Tensor, max: Any, *, out: Tensor | None = ...) -> Tensor:
     """``clamp(input, max=max)``."""
 
 # ember.ops.binary_math
-def clamp_min(input: Tensor, min: Any) -> Tensor:
+def clamp_min(input: Tensor, min: Any, *, out: Tensor | None = ...) -> Tensor:
     """``clamp(input, min=min)``."""
 
 # ember.ops.binary_math
-def clip(input: Tensor, min: Any = ..., max: Any = ...) -> Tensor:
+def clip(input: Tensor, min: Any = ..., max: Any = ..., *, out: Tensor | None = ...) -> Tensor:
     """Each element limited to ``[min, max]`` (numbers or tensors; either may be None; if min > max, max wins).
 
     >>> import ember
@@ -740,7 +774,7 @@ def conv_transpose2d(
     """
 
 # ember.ops.binary_float
-def copysign(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def copysign(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """``input``'s magnitude with ``other``'s sign (``other`` may be a number); the sign of -0.0 counts.
 
     >>> import ember
@@ -749,7 +783,7 @@ def copysign(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.pointwise
-def cos(input: Tensor) -> Tensor:
+def cos(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Cosine; integers compute in the default float dtype.
 
     >>> import ember
@@ -758,7 +792,7 @@ def cos(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def cosh(input: Tensor) -> Tensor:
+def cosh(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Hyperbolic cosine; integers compute in the default float dtype.
 
     >>> import ember
@@ -776,7 +810,7 @@ def count_nonzero(input: Tensor, dim: builtins.int | Sequence[builtins.int] | No
     """
 
 # ember.ops.reduction
-def cumprod(input: Tensor, dim: builtins.int, *, dtype: _DType | None = ...) -> Tensor:
+def cumprod(input: Tensor, dim: builtins.int, *, dtype: _DType | None = ..., out: Tensor | None = ...) -> Tensor:
     """Running products along ``dim``; bools and ints accumulate in int64.
 
     >>> import ember
@@ -785,7 +819,7 @@ def cumprod(input: Tensor, dim: builtins.int, *, dtype: _DType | None = ...) -> 
     """
 
 # ember.ops.reduction
-def cumsum(input: Tensor, dim: builtins.int, *, dtype: _DType | None = ...) -> Tensor:
+def cumsum(input: Tensor, dim: builtins.int, *, dtype: _DType | None = ..., out: Tensor | None = ...) -> Tensor:
     """Running sums along ``dim``; bools and ints accumulate in int64.
 
     >>> import ember
@@ -794,7 +828,7 @@ def cumsum(input: Tensor, dim: builtins.int, *, dtype: _DType | None = ...) -> T
     """
 
 # ember.ops.pointwise
-def deg2rad(input: Tensor) -> Tensor:
+def deg2rad(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Degrees to radians; integers compute in the default float dtype.
 
     >>> import ember
@@ -825,15 +859,21 @@ def diagonal(input: Tensor, offset: builtins.int = ..., dim1: builtins.int = ...
     """
 
 # ember.ops.arith
-def div(input: Tensor, other: Tensor | builtins.float, *, rounding_mode: Any = ...) -> Tensor:
+def div(input: Tensor, other: Tensor | builtins.float, *, rounding_mode: Any = ..., out: Tensor | None = ...) -> Tensor:
     """Division; integers divide to the default float dtype unless ``rounding_mode`` is 'trunc' or 'floor'."""
 
 # ember.ops.arith
-def divide(input: Tensor, other: Tensor | builtins.float, *, rounding_mode: Any = ...) -> Tensor:
+def divide(
+    input: Tensor,
+    other: Tensor | builtins.float,
+    *,
+    rounding_mode: Any = ...,
+    out: Tensor | None = ...,
+) -> Tensor:
     """Division; integers divide to the default float dtype unless ``rounding_mode`` is 'trunc' or 'floor'."""
 
 # ember.ops.matmul
-def dot(input: Tensor, tensor: Any) -> Tensor:
+def dot(input: Tensor, tensor: Any, *, out: Tensor | None = ...) -> Tensor:
     """Inner product of two 1-D tensors of the same length and dtype.
 
     >>> import ember
@@ -899,7 +939,7 @@ def ensure_plugins(hookspec: Any, builtins: builtins.tuple[builtins.str, ...] = 
     """
 
 # ember.ops.comparison
-def eq(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def eq(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """``input == other`` elementwise, as a bool tensor (``other`` may be a number).
 
     >>> import ember
@@ -919,7 +959,7 @@ def equal(input: Tensor, other: Tensor | builtins.float) -> builtins.bool:
     """
 
 # ember.ops.pointwise
-def erf(input: Tensor) -> Tensor:
+def erf(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """The error function; integers compute in the default float dtype.
 
     >>> import ember
@@ -928,7 +968,7 @@ def erf(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def exp(input: Tensor) -> Tensor:
+def exp(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """``e ** input``; integers compute in the default float dtype.
 
     >>> import ember
@@ -937,7 +977,7 @@ def exp(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def exp2(input: Tensor) -> Tensor:
+def exp2(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """``2 ** input``; integers compute in the default float dtype.
 
     >>> import ember
@@ -946,7 +986,7 @@ def exp2(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def expm1(input: Tensor) -> Tensor:
+def expm1(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """``exp(input) - 1``, accurate for small inputs; integers compute in the default float dtype.
 
     >>> import ember
@@ -993,7 +1033,7 @@ def fill_(self: Any, value: Any) -> Tensor:
     """
 
 # ember.ops.pointwise
-def fix(input: Tensor) -> Tensor:
+def fix(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Each element rounded toward zero.
 
     >>> import ember
@@ -1029,7 +1069,7 @@ def flipud(input: Tensor) -> Tensor:
     """Flip along dimension 0 (needs at least 1 dimension)."""
 
 # ember.ops.pointwise
-def floor(input: Tensor) -> Tensor:
+def floor(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Largest integer not above each element (integers are returned unchanged).
 
     >>> import ember
@@ -1038,11 +1078,11 @@ def floor(input: Tensor) -> Tensor:
     """
 
 # ember.ops.arith
-def floor_divide(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def floor_divide(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Division rounded toward minus infinity."""
 
 # ember.ops.binary_math
-def fmax(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def fmax(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Elementwise maximum that ignores NaN: NaN only where both are NaN.
 
     >>> import ember
@@ -1051,7 +1091,7 @@ def fmax(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.binary_math
-def fmin(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def fmin(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Elementwise minimum that ignores NaN: NaN only where both are NaN.
 
     >>> import ember
@@ -1060,7 +1100,7 @@ def fmin(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.arith
-def fmod(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def fmod(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """C-style modulus (the result has the sign of ``input``)."""
 
 # ember.random
@@ -1077,7 +1117,7 @@ def fork_rng(devices: Any = ..., enabled: builtins.bool = ...) -> Any:
     """
 
 # ember.ops.pointwise
-def frac(input: Tensor) -> Tensor:
+def frac(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """The fractional part ``input - trunc(input)`` (floating inputs only, as in PyTorch).
 
     >>> import ember
@@ -1122,7 +1162,14 @@ def full_like(
     ...
 
 # ember.ops.gather
-def gather(input: Tensor, dim: builtins.int, index: Any, *, sparse_grad: builtins.bool = ...) -> Tensor:
+def gather(
+    input: Tensor,
+    dim: builtins.int,
+    index: Any,
+    *,
+    sparse_grad: builtins.bool = ...,
+    out: Tensor | None = ...,
+) -> Tensor:
     """``out[i][j] = input[index[i][j]][j]`` for ``dim=0`` (and likewise for other dims).
 
     >>> import ember
@@ -1132,7 +1179,7 @@ def gather(input: Tensor, dim: builtins.int, index: Any, *, sparse_grad: builtin
     """
 
 # ember.ops.comparison
-def ge(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def ge(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """``input >= other`` elementwise, as a bool tensor (``other`` may be a number).
 
     >>> import ember
@@ -1150,7 +1197,7 @@ def gelu(input: Tensor, approximate: builtins.str = ...) -> Tensor:
     """
 
 # ember.ops.matmul
-def ger(input: Tensor, vec2: Any) -> Tensor:
+def ger(input: Tensor, vec2: Any, *, out: Tensor | None = ...) -> Tensor:
     """Outer product of two 1-D tensors (``input[i] * vec2[j]``).
 
     >>> import ember
@@ -1176,7 +1223,7 @@ def get_rng_state(device: _Device | builtins.str | builtins.int = ...) -> Any:
     """The state of ``device``'s default generator as an ``ember.uint8`` tensor."""
 
 # ember.ops.comparison
-def greater(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def greater(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """``input > other`` elementwise, as a bool tensor (``other`` may be a number).
 
     >>> import ember
@@ -1185,7 +1232,7 @@ def greater(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.comparison
-def greater_equal(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def greater_equal(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """``input >= other`` elementwise, as a bool tensor (``other`` may be a number).
 
     >>> import ember
@@ -1204,7 +1251,7 @@ def group_norm(input: Tensor, num_groups: Any, weight: Any = ..., bias: Any = ..
     """
 
 # ember.ops.comparison
-def gt(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def gt(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """``input > other`` elementwise, as a bool tensor (``other`` may be a number).
 
     >>> import ember
@@ -1213,7 +1260,7 @@ def gt(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.activation_piecewise
-def hardshrink(input: Tensor, lambd: builtins.float = ...) -> Tensor:
+def hardshrink(input: Tensor, lambd: builtins.float = ..., *, out: Tensor | None = ...) -> Tensor:
     """``input`` where ``|input| > lambd``, else 0.
 
     >>> import ember
@@ -1222,7 +1269,7 @@ def hardshrink(input: Tensor, lambd: builtins.float = ...) -> Tensor:
     """
 
 # ember.ops.shape
-def hstack(tensors: Sequence[Tensor]) -> Tensor:
+def hstack(tensors: Sequence[Tensor], *, out: Tensor | None = ...) -> Tensor:
     """Join along dimension 1 (dimension 0 for 1-d tensors).
 
     >>> import ember
@@ -1231,7 +1278,7 @@ def hstack(tensors: Sequence[Tensor]) -> Tensor:
     """
 
 # ember.ops.binary_float
-def hypot(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def hypot(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """``sqrt(input ** 2 + other ** 2)``, without overflow for large values.
 
     >>> import ember
@@ -1240,7 +1287,15 @@ def hypot(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.gather
-def index_add(input: Tensor, dim: builtins.int, index: Any, source: Any, *, alpha: builtins.float = ...) -> Tensor:
+def index_add(
+    input: Tensor,
+    dim: builtins.int,
+    index: Any,
+    source: Any,
+    *,
+    alpha: builtins.float = ...,
+    out: Tensor | None = ...,
+) -> Tensor:
     """``input`` with ``alpha * source`` slices added at ``index`` along ``dim`` (repeats accumulate).
 
     >>> import ember
@@ -1262,7 +1317,7 @@ def index_put_(self: Any, indices: Any, values: Any, accumulate: builtins.bool =
     """In-place :func:`ember.index_put`."""
 
 # ember.ops.gather
-def index_select(input: Tensor, dim: builtins.int, index: Any) -> Tensor:
+def index_select(input: Tensor, dim: builtins.int, index: Any, *, out: Tensor | None = ...) -> Tensor:
     """The entries at ``index`` (a 1-D int tensor) along ``dim``.
 
     >>> import ember
@@ -1276,7 +1331,7 @@ def initial_seed() -> builtins.int:
     """The seed of the CPU's default generator."""
 
 # ember.ops.matmul
-def inner(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def inner(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Sum of products over the last dimension of each (a dot product for 1-D tensors).
 
     >>> import ember
@@ -1285,7 +1340,7 @@ def inner(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.linalg._inverse
-def inverse(A: Any) -> Tensor:
+def inverse(A: Any, *, out: Tensor | None = ...) -> Tensor:
     """The inverse of a square matrix (or of each matrix in a batch).
 
     Raises :class:`ember.linalg.LinAlgError` for a singular matrix.
@@ -1363,7 +1418,7 @@ def isnan(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def isneginf(input: Tensor) -> Tensor:
+def isneginf(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """A bool tensor, True where ``input`` is -inf.
 
     >>> import ember
@@ -1372,7 +1427,7 @@ def isneginf(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def isposinf(input: Tensor) -> Tensor:
+def isposinf(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """A bool tensor, True where ``input`` is +inf.
 
     >>> import ember
@@ -1409,7 +1464,7 @@ def layer_norm(
     """
 
 # ember.ops.comparison
-def le(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def le(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """``input <= other`` elementwise, as a bool tensor (``other`` may be a number).
 
     >>> import ember
@@ -1418,7 +1473,7 @@ def le(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.binary_math
-def lerp(input: Tensor, end: Any, weight: Any) -> Tensor:
+def lerp(input: Tensor, end: Any, weight: Any, *, out: Tensor | None = ...) -> Tensor:
     """Linear interpolation ``input + weight * (end - input)``; ``weight`` is a number or a tensor.
 
     >>> import ember
@@ -1427,7 +1482,7 @@ def lerp(input: Tensor, end: Any, weight: Any) -> Tensor:
     """
 
 # ember.ops.comparison
-def less(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def less(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """``input < other`` elementwise, as a bool tensor (``other`` may be a number).
 
     >>> import ember
@@ -1436,7 +1491,7 @@ def less(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.comparison
-def less_equal(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def less_equal(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """``input <= other`` elementwise, as a bool tensor (``other`` may be a number).
 
     >>> import ember
@@ -1488,7 +1543,7 @@ def load(f: Any, map_location: Any = ..., *, keys: Any = ..., weights_only: buil
     """
 
 # ember.ops.pointwise
-def log(input: Tensor) -> Tensor:
+def log(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Natural logarithm; integers compute in the default float dtype.
 
     >>> import ember
@@ -1497,7 +1552,7 @@ def log(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def log10(input: Tensor) -> Tensor:
+def log10(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Base-10 logarithm; integers compute in the default float dtype.
 
     >>> import ember
@@ -1506,7 +1561,7 @@ def log10(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def log1p(input: Tensor) -> Tensor:
+def log1p(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """``log(1 + input)``, accurate for small inputs; integers compute in the default float dtype.
 
     >>> import ember
@@ -1515,7 +1570,7 @@ def log1p(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def log2(input: Tensor) -> Tensor:
+def log2(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Base-2 logarithm; integers compute in the default float dtype.
 
     >>> import ember
@@ -1528,6 +1583,8 @@ def log_softmax(
     input: Tensor,
     dim: builtins.int | Sequence[builtins.int] | None = ...,
     dtype: _DType | None = ...,
+    *,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """``log(softmax(x, dim))``, computed without forming the softmax (stable for very negative logs).
 
@@ -1537,7 +1594,7 @@ def log_softmax(
     """
 
 # ember.ops.binary_float
-def logaddexp(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def logaddexp(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """``log(exp(input) + exp(other))``, computed without overflow.
 
     >>> import ember
@@ -1546,7 +1603,7 @@ def logaddexp(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.binary_float
-def logaddexp2(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def logaddexp2(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """``log2(2 ** input + 2 ** other)``, computed without overflow.
 
     >>> import ember
@@ -1555,7 +1612,7 @@ def logaddexp2(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.bitwise
-def logical_and(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def logical_and(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Elementwise AND of truth values (nonzero is True).
 
     >>> import ember
@@ -1564,7 +1621,7 @@ def logical_and(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.bitwise
-def logical_not(input: Tensor) -> Tensor:
+def logical_not(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Elementwise NOT of truth values (nonzero is True).
 
     >>> import ember
@@ -1573,7 +1630,7 @@ def logical_not(input: Tensor) -> Tensor:
     """
 
 # ember.ops.bitwise
-def logical_or(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def logical_or(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Elementwise OR of truth values (nonzero is True).
 
     >>> import ember
@@ -1582,7 +1639,7 @@ def logical_or(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.bitwise
-def logical_xor(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def logical_xor(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Elementwise XOR of truth values (nonzero is True).
 
     >>> import ember
@@ -1591,7 +1648,7 @@ def logical_xor(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.activation
-def logit(input: Tensor, eps: Any = ...) -> Tensor:
+def logit(input: Tensor, eps: Any = ..., *, out: Tensor | None = ...) -> Tensor:
     """``log(p / (1 - p))``, the inverse of :func:`sigmoid`; with ``eps``, ``p`` is clamped to ``[eps, 1 - eps]``.
 
     >>> import ember
@@ -1614,7 +1671,7 @@ def logspace(
     """``steps`` values ``base ** linspace(start, end, steps)``."""
 
 # ember.ops.reduction
-def logsumexp(input: Tensor, dim: builtins.int, keepdim: builtins.bool = ...) -> Tensor:
+def logsumexp(input: Tensor, dim: builtins.int, keepdim: builtins.bool = ..., *, out: Tensor | None = ...) -> Tensor:
     """``log(exp(input).sum(dim))`` without overflow (the maximum is factored out); ints give floats.
 
     >>> import ember
@@ -1623,7 +1680,7 @@ def logsumexp(input: Tensor, dim: builtins.int, keepdim: builtins.bool = ...) ->
     """
 
 # ember.ops.comparison
-def lt(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def lt(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """``input < other`` elementwise, as a bool tensor (``other`` may be a number).
 
     >>> import ember
@@ -1650,7 +1707,7 @@ def masked_fill(input: Tensor, mask: Any, value: Any) -> Tensor:
     """
 
 # ember.ops.indexing
-def masked_select(input: Tensor, mask: Any) -> Tensor:
+def masked_select(input: Tensor, mask: Any, *, out: Tensor | None = ...) -> Tensor:
     """The elements of ``input`` where ``mask`` (broadcast) is True, as a 1-D tensor.
 
     >>> import ember
@@ -1659,7 +1716,7 @@ def masked_select(input: Tensor, mask: Any) -> Tensor:
     """
 
 # ember.ops.matmul
-def matmul(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def matmul(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Matrix product with PyTorch's rules: 1-D operands are treated as vectors and batch dims broadcast.
 
     >>> import ember
@@ -1676,6 +1733,7 @@ def max(
     keepdim: builtins.bool = ...,
     *,
     other: Tensor | builtins.float | None = ...,
+    out: Tensor | None = ...,
 ) -> Any:
     """The largest element; with ``dim``, ``(values, indices)`` along it; with a tensor, ``maximum``.
 
@@ -1744,7 +1802,7 @@ def max_pool2d(
     """
 
 # ember.ops.binary_math
-def maximum(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def maximum(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Elementwise maximum of two tensors (NaN wins, as in PyTorch).
 
     >>> import ember
@@ -1759,11 +1817,18 @@ def mean(
     keepdim: builtins.bool = ...,
     *,
     dtype: _DType | None = ...,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """Mean over ``dim`` (all by default); needs a floating dtype, as in PyTorch."""
 
 # ember.ops.sorting
-def median(input: Tensor, dim: builtins.int | Sequence[builtins.int] | None = ..., keepdim: builtins.bool = ...) -> Any:
+def median(
+    input: Tensor,
+    dim: builtins.int | Sequence[builtins.int] | None = ...,
+    keepdim: builtins.bool = ...,
+    *,
+    out: Tensor | None = ...,
+) -> Any:
     """The lower median: of the two middle values, the smaller. NaN where a slice holds NaN.
 
     Without ``dim``, of all elements (a tensor; NaN for an empty one); with ``dim``, ``(values, indices)``
@@ -1802,6 +1867,7 @@ def min(
     keepdim: builtins.bool = ...,
     *,
     other: Tensor | builtins.float | None = ...,
+    out: Tensor | None = ...,
 ) -> Any:
     """The smallest element; with ``dim``, ``(values, indices)`` along it; with a tensor, ``minimum``.
 
@@ -1814,7 +1880,7 @@ def min(
     """
 
 # ember.ops.binary_math
-def minimum(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def minimum(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Elementwise minimum of two tensors (NaN wins, as in PyTorch).
 
     >>> import ember
@@ -1823,7 +1889,7 @@ def minimum(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.matmul
-def mm(input: Tensor, mat2: Any) -> Tensor:
+def mm(input: Tensor, mat2: Any, *, out: Tensor | None = ...) -> Tensor:
     """Product of two matrices (2-D only; no broadcasting: use :func:`matmul` for that).
 
     >>> import ember
@@ -1854,7 +1920,7 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     """
 
 # ember.ops.sorting
-def msort(input: Tensor) -> Tensor:
+def msort(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """``input`` sorted along its first dimension.
 
     >>> import ember
@@ -1864,11 +1930,18 @@ def msort(input: Tensor) -> Tensor:
     """
 
 # ember.ops.arith
-def mul(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def mul(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Elementwise product, broadcasting."""
 
 # ember.ops.random_ops
-def multinomial(input: Tensor, num_samples: Any, replacement: builtins.bool = ..., *, generator: Any = ...) -> Tensor:
+def multinomial(
+    input: Tensor,
+    num_samples: Any,
+    replacement: builtins.bool = ...,
+    *,
+    generator: Any = ...,
+    out: Tensor | None = ...,
+) -> Tensor:
     """Indices sampled from the categories of each row of ``input`` (non-negative weights, not necessarily
     summing to one). Without replacement an index appears at most once per row.
 
@@ -1878,11 +1951,11 @@ def multinomial(input: Tensor, num_samples: Any, replacement: builtins.bool = ..
     """
 
 # ember.ops.arith
-def multiply(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def multiply(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Elementwise product, broadcasting."""
 
 # ember.ops.matmul
-def mv(input: Tensor, vec: Any) -> Tensor:
+def mv(input: Tensor, vec: Any, *, out: Tensor | None = ...) -> Tensor:
     """Matrix-vector product (``input`` 2-D, ``vec`` 1-D).
 
     >>> import ember
@@ -1891,7 +1964,14 @@ def mv(input: Tensor, vec: Any) -> Tensor:
     """
 
 # ember.ops.pointwise
-def nan_to_num(input: Tensor, nan: builtins.float = ..., posinf: Any = ..., neginf: Any = ...) -> Tensor:
+def nan_to_num(
+    input: Tensor,
+    nan: builtins.float = ...,
+    posinf: Any = ...,
+    neginf: Any = ...,
+    *,
+    out: Tensor | None = ...,
+) -> Tensor:
     """NaN replaced by ``nan``, +inf/-inf by ``posinf``/``neginf`` (default: the dtype's largest/lowest value).
 
     >>> import ember
@@ -1906,6 +1986,7 @@ def nanmean(
     keepdim: builtins.bool = ...,
     *,
     dtype: _DType | None = ...,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """Mean over ``dim`` (all by default) of the values that are not NaN (NaN where all are); floats only.
 
@@ -1919,6 +2000,8 @@ def nanmedian(
     input: Tensor,
     dim: builtins.int | Sequence[builtins.int] | None = ...,
     keepdim: builtins.bool = ...,
+    *,
+    out: Tensor | None = ...,
 ) -> Any:
     """:func:`median` of the values that are not NaN (NaN where all are).
 
@@ -1934,6 +2017,7 @@ def nansum(
     keepdim: builtins.bool = ...,
     *,
     dtype: _DType | None = ...,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """Sum over ``dim`` (all by default) with NaN counted as 0; bools and integers sum to int64, as :func:`sum`.
 
@@ -1952,7 +2036,7 @@ def narrow(input: Tensor, dim: builtins.int, start: Any, length: Any) -> Tensor:
     """
 
 # ember.ops.comparison
-def ne(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def ne(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """``input != other`` elementwise, as a bool tensor (``other`` may be a number).
 
     >>> import ember
@@ -1961,15 +2045,15 @@ def ne(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """
 
 # ember.ops.arith
-def neg(input: Tensor) -> Tensor:
+def neg(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """``-input``."""
 
 # ember.ops.arith
-def negative(input: Tensor) -> Tensor:
+def negative(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """``-input``."""
 
 # ember.ops.shape
-def nonzero(input: Tensor, *, as_tuple: builtins.bool = ...) -> Tensor:
+def nonzero(input: Tensor, *, as_tuple: builtins.bool = ..., out: Tensor | None = ...) -> Tensor:
     """Indices of the non-zero elements: an ``(n, ndim)`` int64 tensor, or one 1-d tensor per dim.
 
     >>> import ember
@@ -1985,6 +2069,8 @@ def norm(
     dim: builtins.int | Sequence[builtins.int] | None = ...,
     keepdim: builtins.bool = ...,
     dtype: _DType | None = ...,
+    *,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """PyTorch's ``torch.norm``: a vector norm over ``dim`` (all elements by default) for a number or
     'fro' (the 2-norm), the nuclear norm for 'nuc'. Prefer :mod:`ember.linalg`'s norms in new code.
@@ -2004,6 +2090,7 @@ def normal(
     dtype: _DType | None = ...,
     device: _Device | builtins.str | builtins.int | None = ...,
     requires_grad: builtins.bool = ...,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """Samples from normal distributions with the given ``mean`` and ``std``.
 
@@ -2019,7 +2106,7 @@ def normal(
     """
 
 # ember.ops.comparison
-def not_equal(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def not_equal(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """``input != other`` elementwise, as a bool tensor (``other`` may be a number).
 
     >>> import ember
@@ -2055,7 +2142,7 @@ def ones_like(
     ...
 
 # ember.ops.matmul
-def outer(input: Tensor, vec2: Any) -> Tensor:
+def outer(input: Tensor, vec2: Any, *, out: Tensor | None = ...) -> Tensor:
     """Outer product of two 1-D tensors (``input[i] * vec2[j]``).
 
     >>> import ember
@@ -2084,7 +2171,7 @@ def positive(input: Tensor) -> Tensor:
     """
 
 # ember.ops.arith
-def pow(input: Tensor | builtins.float, exponent: Tensor | builtins.float) -> Tensor:
+def pow(input: Tensor | builtins.float, exponent: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """``input ** exponent``; either may be a Python number."""
 
 # ember.ops.activation_piecewise
@@ -2113,6 +2200,7 @@ def prod(
     keepdim: builtins.bool = ...,
     *,
     dtype: _DType | None = ...,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """Product of elements (all, or along one ``dim``); bools and ints multiply in int64.
 
@@ -2126,7 +2214,7 @@ def promote_types(type1: _DType, type2: _DType) -> _DType:
     """The smallest dtype both ``type1`` and ``type2`` convert to, by PyTorch's table."""
 
 # ember.ops.pointwise
-def rad2deg(input: Tensor) -> Tensor:
+def rad2deg(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Radians to degrees; integers compute in the default float dtype.
 
     >>> import ember
@@ -2142,6 +2230,7 @@ def rand(
     dtype: _DType | None = ...,
     device: _Device | builtins.str | builtins.int | None = ...,
     requires_grad: builtins.bool = ...,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """Uniform samples from ``[0, 1)``: ``rand(2, 3)``, ``rand((2, 3))`` or ``rand(size=(2, 3))``.
 
@@ -2171,6 +2260,7 @@ def randint(
     dtype: _DType | None = ...,
     device: _Device | builtins.str | builtins.int | None = ...,
     requires_grad: builtins.bool = ...,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """Integers drawn uniformly from ``[low, high)``: ``randint(high, size)`` or ``randint(low, high, size)``.
 
@@ -2203,6 +2293,7 @@ def randn(
     dtype: _DType | None = ...,
     device: _Device | builtins.str | builtins.int | None = ...,
     requires_grad: builtins.bool = ...,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """Samples from the standard normal distribution (mean 0, variance 1).
 
@@ -2231,6 +2322,7 @@ def randperm(
     dtype: _DType | None = ...,
     device: _Device | builtins.str | builtins.int | None = ...,
     requires_grad: builtins.bool = ...,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """A random permutation of ``0 .. n-1``.
 
@@ -2240,7 +2332,7 @@ def randperm(
     """
 
 # ember.ops.pointwise
-def reciprocal(input: Tensor) -> Tensor:
+def reciprocal(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """``1 / input``; integers compute in the default float dtype.
 
     >>> import ember
@@ -2293,7 +2385,7 @@ def relu_(input: Tensor) -> Tensor:
     """
 
 # ember.ops.arith
-def remainder(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def remainder(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """Python-style modulus (the result has the sign of ``other``)."""
 
 # ember.ops.shape
@@ -2345,7 +2437,7 @@ def roll(input: Tensor, shifts: Any, dims: builtins.int | Sequence[builtins.int]
     """
 
 # ember.ops.pointwise
-def round(input: Tensor, *, decimals: builtins.int = ...) -> Tensor:
+def round(input: Tensor, *, decimals: builtins.int = ..., out: Tensor | None = ...) -> Tensor:
     """Round half to even, to ``decimals`` decimal places (negative: to tens, hundreds, ...).
 
     >>> import ember
@@ -2356,7 +2448,7 @@ def round(input: Tensor, *, decimals: builtins.int = ...) -> Tensor:
     """
 
 # ember.ops.pointwise
-def rsqrt(input: Tensor) -> Tensor:
+def rsqrt(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Reciprocal square root ``1 / sqrt(input)``; integers compute in the default float dtype.
 
     >>> import ember
@@ -2410,6 +2502,7 @@ def scatter(
     *,
     value: Any = ...,
     reduce: Any = ...,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """``input`` with ``src`` (a tensor or a number) written at ``index`` along ``dim``.
 
@@ -2422,7 +2515,7 @@ def scatter(
     """
 
 # ember.ops.gather
-def scatter_add(input: Tensor, dim: builtins.int, index: Any, src: Any) -> Tensor:
+def scatter_add(input: Tensor, dim: builtins.int, index: Any, src: Any, *, out: Tensor | None = ...) -> Tensor:
     """``input`` with ``src`` added at ``index`` along ``dim`` (repeated indices accumulate).
 
     >>> import ember
@@ -2488,7 +2581,7 @@ def set_rng_state(new_state: Any, device: _Device | builtins.str | builtins.int 
     """Restore ``device``'s default generator from :func:`get_rng_state`'s tensor."""
 
 # ember.ops.pointwise
-def sgn(input: Tensor) -> Tensor:
+def sgn(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """The sign of each element: :func:`sign` for real tensors (PyTorch's name that also covers complex ones).
 
     >>> import ember
@@ -2497,7 +2590,7 @@ def sgn(input: Tensor) -> Tensor:
     """
 
 # ember.ops.activation
-def sigmoid(input: Tensor) -> Tensor:
+def sigmoid(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """The logistic function ``1 / (1 + exp(-input))``, stable for large ``|input|``.
 
     >>> import ember
@@ -2506,7 +2599,7 @@ def sigmoid(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def sign(input: Tensor) -> Tensor:
+def sign(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """-1, 0 or 1 by the sign of each element (bools stay bools).
 
     >>> import ember
@@ -2515,7 +2608,7 @@ def sign(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def signbit(input: Tensor) -> Tensor:
+def signbit(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Whether each element's sign bit is set: True for negative numbers and -0.0.
 
     >>> import ember
@@ -2533,7 +2626,7 @@ def silu(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def sin(input: Tensor) -> Tensor:
+def sin(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Sine; integers compute in the default float dtype.
 
     >>> import ember
@@ -2542,7 +2635,7 @@ def sin(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def sinc(input: Tensor) -> Tensor:
+def sinc(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """The normalised sinc ``sin(pi x) / (pi x)``, 1 at 0; integers compute in the default float dtype.
 
     >>> import ember
@@ -2551,7 +2644,7 @@ def sinc(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def sinh(input: Tensor) -> Tensor:
+def sinh(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Hyperbolic sine; integers compute in the default float dtype.
 
     >>> import ember
@@ -2560,7 +2653,7 @@ def sinh(input: Tensor) -> Tensor:
     """
 
 # ember.linalg._inverse
-def slogdet(A: Any) -> Any:
+def slogdet(A: Any, *, out: Tensor | None = ...) -> Any:
     """``(sign, logabsdet)`` of the determinant, accurate where ``det`` would under- or overflow.
 
     >>> import ember
@@ -2573,6 +2666,8 @@ def softmax(
     input: Tensor,
     dim: builtins.int | Sequence[builtins.int] | None = ...,
     dtype: _DType | None = ...,
+    *,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """``exp(x) / exp(x).sum(dim)``; ``dtype`` casts the input first (e.g. float64 for precision).
 
@@ -2618,7 +2713,7 @@ def split(tensor: Any, split_size_or_sections: Any, dim: builtins.int = ...) -> 
     """
 
 # ember.ops.pointwise
-def sqrt(input: Tensor) -> Tensor:
+def sqrt(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Square root; integers compute in the default float dtype.
 
     >>> import ember
@@ -2627,7 +2722,7 @@ def sqrt(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def square(input: Tensor) -> Tensor:
+def square(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """``input * input`` (a power of 2, as in PyTorch: its grad_fn is ``PowBackward0``); bools give int64.
 
     >>> import ember
@@ -2664,6 +2759,7 @@ def std(
     keepdim: builtins.bool = ...,
     *,
     correction: Any = ...,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """Standard deviation over ``dim``: the square root of :func:`var`.
 
@@ -2689,11 +2785,23 @@ def std_mean(
     """
 
 # ember.ops.arith
-def sub(input: Tensor, other: Tensor | builtins.float, *, alpha: builtins.float = ...) -> Tensor:
+def sub(
+    input: Tensor,
+    other: Tensor | builtins.float,
+    *,
+    alpha: builtins.float = ...,
+    out: Tensor | None = ...,
+) -> Tensor:
     """``input - alpha * other``."""
 
 # ember.ops.arith
-def subtract(input: Tensor, other: Tensor | builtins.float, *, alpha: builtins.float = ...) -> Tensor:
+def subtract(
+    input: Tensor,
+    other: Tensor | builtins.float,
+    *,
+    alpha: builtins.float = ...,
+    out: Tensor | None = ...,
+) -> Tensor:
     """``input - alpha * other``."""
 
 # ember.ops.reduction
@@ -2703,6 +2811,7 @@ def sum(
     keepdim: builtins.bool = ...,
     *,
     dtype: _DType | None = ...,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """Sum of elements over ``dim`` (all by default); bools and ints sum to int64."""
 
@@ -2740,7 +2849,7 @@ def t(input: Tensor) -> Tensor:
     """
 
 # ember.ops.indexing
-def take(input: Tensor, index: Any) -> Tensor:
+def take(input: Tensor, index: Any, *, out: Tensor | None = ...) -> Tensor:
     """Elements of the flattened ``input`` at ``index`` (any shape, negative indices count from the end).
 
     >>> import ember
@@ -2749,7 +2858,13 @@ def take(input: Tensor, index: Any) -> Tensor:
     """
 
 # ember.ops.gather
-def take_along_dim(input: Tensor, indices: Any, dim: builtins.int | Sequence[builtins.int] | None = ...) -> Tensor:
+def take_along_dim(
+    input: Tensor,
+    indices: Any,
+    dim: builtins.int | Sequence[builtins.int] | None = ...,
+    *,
+    out: Tensor | None = ...,
+) -> Tensor:
     """Values of ``input`` at ``indices`` along ``dim`` (of the flattened input when ``dim`` is None);
     ``input`` and ``indices`` broadcast in the other dimensions.
 
@@ -2760,7 +2875,7 @@ def take_along_dim(input: Tensor, indices: Any, dim: builtins.int | Sequence[bui
     """
 
 # ember.ops.pointwise
-def tan(input: Tensor) -> Tensor:
+def tan(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Tangent; integers compute in the default float dtype.
 
     >>> import ember
@@ -2769,7 +2884,7 @@ def tan(input: Tensor) -> Tensor:
     """
 
 # ember.ops.pointwise
-def tanh(input: Tensor) -> Tensor:
+def tanh(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Hyperbolic tangent; integers compute in the default float dtype.
 
     >>> import ember
@@ -2794,7 +2909,7 @@ def tensor(
     """
 
 # ember.ops.matmul
-def tensordot(a: Any, b: Any, dims: builtins.int | Sequence[builtins.int] = ...) -> Tensor:
+def tensordot(a: Any, b: Any, dims: builtins.int | Sequence[builtins.int] = ..., *, out: Tensor | None = ...) -> Tensor:
     """Sum of products over ``dims``: the last ``dims`` of ``a`` with the first ``dims`` of ``b`` (an int), or
     the dimensions listed in a pair ``([dims of a], [dims of b])``.
 
@@ -2806,7 +2921,7 @@ def tensordot(a: Any, b: Any, dims: builtins.int | Sequence[builtins.int] = ...)
     """
 
 # ember.ops.activation_piecewise
-def threshold(input: Tensor, threshold: Any, value: Any) -> Tensor:
+def threshold(input: Tensor, threshold: Any, value: Any, *, out: Tensor | None = ...) -> Tensor:
     """``input`` where it is greater than ``threshold``, else ``value``.
 
     >>> import ember
@@ -2856,7 +2971,7 @@ def transpose(input: Tensor, dim0: builtins.int, dim1: builtins.int) -> Tensor:
     """
 
 # ember.ops.shape
-def tril(input: Tensor, diagonal: builtins.int = ...) -> Tensor:
+def tril(input: Tensor, diagonal: builtins.int = ..., *, out: Tensor | None = ...) -> Tensor:
     """The lower triangle of the last two dimensions (on and below ``diagonal``); the rest zero.
 
     >>> import ember
@@ -2866,7 +2981,7 @@ def tril(input: Tensor, diagonal: builtins.int = ...) -> Tensor:
     """
 
 # ember.ops.shape
-def triu(input: Tensor, diagonal: builtins.int = ...) -> Tensor:
+def triu(input: Tensor, diagonal: builtins.int = ..., *, out: Tensor | None = ...) -> Tensor:
     """The upper triangle of the last two dimensions (on and above ``diagonal``); the rest zero.
 
     >>> import ember
@@ -2876,11 +2991,17 @@ def triu(input: Tensor, diagonal: builtins.int = ...) -> Tensor:
     """
 
 # ember.ops.arith
-def true_divide(input: Tensor, other: Tensor | builtins.float, *, rounding_mode: Any = ...) -> Tensor:
+def true_divide(
+    input: Tensor,
+    other: Tensor | builtins.float,
+    *,
+    rounding_mode: Any = ...,
+    out: Tensor | None = ...,
+) -> Tensor:
     """Division; integers divide to the default float dtype unless ``rounding_mode`` is 'trunc' or 'floor'."""
 
 # ember.ops.pointwise
-def trunc(input: Tensor) -> Tensor:
+def trunc(input: Tensor, *, out: Tensor | None = ...) -> Tensor:
     """Each element rounded toward zero.
 
     >>> import ember
@@ -2945,6 +3066,7 @@ def var(
     keepdim: builtins.bool = ...,
     *,
     correction: Any = ...,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """Variance over ``dim`` (all by default), with ``correction`` (default 1).
 
@@ -2970,7 +3092,7 @@ def var_mean(
     """
 
 # ember.ops.matmul
-def vdot(input: Tensor, tensor: Any) -> Tensor:
+def vdot(input: Tensor, tensor: Any, *, out: Tensor | None = ...) -> Tensor:
     """Inner product of two 1-D tensors of the same length and dtype.
 
     >>> import ember
@@ -2979,7 +3101,7 @@ def vdot(input: Tensor, tensor: Any) -> Tensor:
     """
 
 # ember.ops.shape
-def vstack(tensors: Sequence[Tensor]) -> Tensor:
+def vstack(tensors: Sequence[Tensor], *, out: Tensor | None = ...) -> Tensor:
     """Join along dimension 0, with 0-d and 1-d tensors made rows first.
 
     >>> import ember
@@ -2993,6 +3115,8 @@ def where(
     condition: Any,
     input: Tensor | builtins.float | None = ...,
     other: Tensor | builtins.float | None = ...,
+    *,
+    out: Tensor | None = ...,
 ) -> Tensor:
     """``input`` where ``condition`` holds, else ``other`` (broadcast; either may be a number).
 
@@ -3005,7 +3129,7 @@ def where(
     """
 
 # ember.ops.binary_float
-def xlogy(input: Tensor, other: Tensor | builtins.float) -> Tensor:
+def xlogy(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:
     """``input * log(other)``, and 0 where ``input`` is 0 (unless ``other`` is NaN); ``other`` may be a number.
 
     >>> import ember

@@ -16,6 +16,7 @@ except _NotFound:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
 from . import (
+    accelerator,  # noqa: F401
     autograd,  # noqa: F401
     backends,  # noqa: F401
     cuda,  # noqa: F401
@@ -55,6 +56,7 @@ from .ops import _common  # noqa: F401
 # same signature (torch.batch_norm and torch.embedding take their arguments in another order than F's)
 from .ops import interpolate as _interpolate  # noqa: F401
 from .ops import loss as _loss  # noqa: F401
+from .ops import new_factories as _new_factories  # noqa: F401  (Tensor.new_zeros, ...)
 from .ops import padding as _padding  # noqa: F401
 from .ops import recurrent as _recurrent  # noqa: F401
 from .ops.activation import *  # noqa: F401,F403
@@ -95,4 +97,14 @@ from .random import *  # noqa: F401,F403
 from .serialization import load, save  # noqa: F401
 
 bool = bool_  # noqa: A001  (ember.bool, as torch.bool)
+
+# PyTorch's out= on the functions whose PyTorch counterparts take it (the Tensor methods keep the plain functions)
+from .ops.out import OUT_FUNCTIONS as _OUT_FUNCTIONS  # noqa: E402
+from .ops.out import supports_out as _supports_out  # noqa: E402
+
+_wrapped: dict = {}  # one wrapper per function, so that aliases (arcsin, asin) stay the same object
+for _name in sorted(_OUT_FUNCTIONS):
+    _fn = globals()[_name]
+    globals()[_name] = _wrapped.setdefault(id(_fn), _supports_out(_fn))
+del _wrapped, _fn, _name
 _complete = True  # set last: a nested load while the imports above run copies only what is there so far

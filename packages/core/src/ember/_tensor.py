@@ -168,10 +168,38 @@ class Tensor:
     def is_cpu(self) -> bool:
         return self._device.type == "cpu"
 
+    # the other device types PyTorch asks about (True only on a backend plugin of that name)
+    is_xpu = property(lambda self: self._device.type == "xpu", doc="Whether the tensor is on an Intel GPU.")
+    is_mps = property(lambda self: self._device.type == "mps", doc="Whether the tensor is on an Apple GPU.")
+    is_meta = property(lambda self: self._device.type == "meta", doc="Whether the tensor is a meta tensor.")
+    is_ipu = property(lambda self: self._device.type == "ipu", doc="Whether the tensor is on a Graphcore IPU.")
+    is_xla = property(lambda self: self._device.type == "xla", doc="Whether the tensor is on an XLA device.")
+    is_vulkan = property(lambda self: self._device.type == "vulkan", doc="Whether the tensor is on Vulkan.")
+    is_mtia = property(lambda self: self._device.type == "mtia", doc="Whether the tensor is on an MTIA device.")
+    is_maia = property(lambda self: self._device.type == "maia", doc="Whether the tensor is on a MAIA device.")
+    # layouts and kinds ember does not have: every tensor is dense, strided and unquantized
+    is_sparse = property(lambda self: False, doc="False: ember's tensors are dense.")
+    is_sparse_csr = property(lambda self: False, doc="False: ember's tensors are dense.")
+    is_quantized = property(lambda self: False, doc="False: ember has no quantized tensors.")
+    is_mkldnn = property(lambda self: False, doc="False: ember's tensors are in the strided layout.")
+    is_nested = property(lambda self: False, doc="False: ember has no nested tensors.")
+
     def is_floating_point(self) -> bool:
         return self._dtype.is_floating_point
 
     def is_complex(self) -> bool:
+        return False
+
+    def is_signed(self) -> bool:
+        """Whether the dtype holds negative values (False for ``uint8`` and ``bool``)."""
+        return self._dtype.is_signed
+
+    def is_conj(self) -> bool:
+        """False: ember has no lazily conjugated (complex) tensors."""
+        return False
+
+    def is_neg(self) -> bool:
+        """False: ember has no lazily negated tensors."""
         return False
 
     def get_device(self) -> int:

@@ -610,7 +610,7 @@ class Tensor:
     def byte(self, memory_format: Any = ...) -> Tensor:
         """``self.to(ember.uint8)``"""
     # ember.ops.shape
-    def cat(self, dim: builtins.int = ..., *, out: Tensor | None = ...) -> Tensor:
+    def cat(self, dim: builtins.int = ...) -> Tensor:
         """Tensors joined along an existing dimension; all other sizes must match. Dtypes promote.
 
         >>> import ember
@@ -1099,6 +1099,8 @@ class Tensor:
         """
     def is_complex(self) -> builtins.bool:
         ...
+    def is_conj(self) -> builtins.bool:
+        """False: ember has no lazily conjugated (complex) tensors."""
     # ember.ops.view
     def is_contiguous(self, memory_format: Any = ...) -> builtins.bool:
         """True if the elements lie in memory in row-major order without gaps (size-1 dims don't matter).
@@ -1117,8 +1119,31 @@ class Tensor:
     def is_floating_point(self) -> builtins.bool:
         ...
     @property
+    def is_ipu(self) -> builtins.bool:
+        """Whether the tensor is on a Graphcore IPU."""
+    @property
     def is_leaf(self) -> builtins.bool:
         ...
+    @property
+    def is_maia(self) -> builtins.bool:
+        """Whether the tensor is on a MAIA device."""
+    @property
+    def is_meta(self) -> builtins.bool:
+        """Whether the tensor is a meta tensor."""
+    @property
+    def is_mkldnn(self) -> builtins.bool:
+        """False: ember's tensors are in the strided layout."""
+    @property
+    def is_mps(self) -> builtins.bool:
+        """Whether the tensor is on an Apple GPU."""
+    @property
+    def is_mtia(self) -> builtins.bool:
+        """Whether the tensor is on an MTIA device."""
+    def is_neg(self) -> builtins.bool:
+        """False: ember has no lazily negated tensors."""
+    @property
+    def is_nested(self) -> builtins.bool:
+        """False: ember has no nested tensors."""
     # ember.ops.predicates
     def is_nonzero(self) -> builtins.bool:
         """Whether a single-element tensor is not zero (``False`` for ``0``, ``0.``, ``False``)."""
@@ -1129,9 +1154,29 @@ class Tensor:
         >>> ember.zeros(2).is_pinned()
         False
         """
+    @property
+    def is_quantized(self) -> builtins.bool:
+        """False: ember has no quantized tensors."""
     # ember.ops.predicates
     def is_same_size(self, other: Tensor | builtins.float) -> builtins.bool:
         """Whether both tensors have the same shape."""
+    def is_signed(self) -> builtins.bool:
+        """Whether the dtype holds negative values (False for ``uint8`` and ``bool``)."""
+    @property
+    def is_sparse(self) -> builtins.bool:
+        """False: ember's tensors are dense."""
+    @property
+    def is_sparse_csr(self) -> builtins.bool:
+        """False: ember's tensors are dense."""
+    @property
+    def is_vulkan(self) -> builtins.bool:
+        """Whether the tensor is on Vulkan."""
+    @property
+    def is_xla(self) -> builtins.bool:
+        """Whether the tensor is on an XLA device."""
+    @property
+    def is_xpu(self) -> builtins.bool:
+        """Whether the tensor is on an Intel GPU."""
     # ember.ops.comparison
     def isclose(
         self,
@@ -1593,6 +1638,66 @@ class Tensor:
         """``-input``."""
     def nelement(self) -> builtins.int:
         ...
+    # ember.ops.new_factories
+    def new_empty(
+        self,
+        *size: builtins.int | Sequence[builtins.int],
+        dtype: _DType | None = ...,
+        device: _Device | builtins.str | builtins.int | None = ...,
+        requires_grad: builtins.bool = ...,
+        layout: Any = ...,
+        pin_memory: builtins.bool = ...,
+    ) -> Tensor:
+        """An uninitialised tensor of ``size``, with this tensor's dtype and device by default."""
+    # ember.ops.new_factories
+    def new_full(
+        self,
+        size: Any,
+        fill_value: Any,
+        *,
+        dtype: _DType | None = ...,
+        device: _Device | builtins.str | builtins.int | None = ...,
+        requires_grad: builtins.bool = ...,
+        layout: Any = ...,
+        pin_memory: builtins.bool = ...,
+    ) -> Tensor:
+        """A tensor of ``size`` filled with ``fill_value``, with this tensor's dtype and device by default."""
+    # ember.ops.new_factories
+    def new_ones(
+        self,
+        *size: builtins.int | Sequence[builtins.int],
+        dtype: _DType | None = ...,
+        device: _Device | builtins.str | builtins.int | None = ...,
+        requires_grad: builtins.bool = ...,
+        layout: Any = ...,
+        pin_memory: builtins.bool = ...,
+    ) -> Tensor:
+        """A tensor of ones of ``size``, with this tensor's dtype and device by default."""
+    # ember.ops.new_factories
+    def new_tensor(
+        self,
+        data: Any,
+        *,
+        dtype: _DType | None = ...,
+        device: _Device | builtins.str | builtins.int | None = ...,
+        requires_grad: builtins.bool = ...,
+        layout: Any = ...,
+        pin_memory: builtins.bool = ...,
+    ) -> Tensor:
+        """A copy of ``data`` (a nested sequence, a NumPy array or a tensor) with this tensor's dtype and device by
+        default.
+        """
+    # ember.ops.new_factories
+    def new_zeros(
+        self,
+        *size: builtins.int | Sequence[builtins.int],
+        dtype: _DType | None = ...,
+        device: _Device | builtins.str | builtins.int | None = ...,
+        requires_grad: builtins.bool = ...,
+        layout: Any = ...,
+        pin_memory: builtins.bool = ...,
+    ) -> Tensor:
+        """A tensor of zeros of ``size`` (ints or one sequence), with this tensor's dtype and device by default."""
     # ember.ops.shape
     def nonzero(self, *, as_tuple: builtins.bool = ...) -> Tensor:
         """Indices of the non-zero elements: an ``(n, ndim)`` int64 tensor, or one 1-d tensor per dim.
@@ -2006,7 +2111,7 @@ class Tensor:
         ember.Size([3])
         """
     # ember.ops.shape
-    def stack(self, dim: builtins.int = ..., *, out: Tensor | None = ...) -> Tensor:
+    def stack(self, dim: builtins.int = ...) -> Tensor:
         """Tensors of equal shape joined along a new dimension ``dim``.
 
         >>> import ember

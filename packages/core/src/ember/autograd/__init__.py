@@ -18,7 +18,8 @@ from .grad_mode import (
 from .gradcheck import gradcheck, gradgradcheck
 from .gradients import backward, grad
 from .node import Node
+from .variable import Variable
 
-__all__ = ["backward", "grad", "Function", "FunctionCtx", "Node", "no_grad", "enable_grad", "set_grad_enabled",
-           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "detect_anomaly",
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "Node", "Variable", "no_grad", "enable_grad",
+           "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "detect_anomaly",
            "set_detect_anomaly", "is_anomaly_enabled", "gradcheck", "gradgradcheck"]

@@ -186,6 +186,9 @@ class Op(Node):
             cls.name_ = ""
         else:
             _register(cls)
+            # a call's graph node is an instance of its op: type(t.grad_fn).__name__ is PyTorch's node name
+            # ("AddBackward0"); the class keeps its own __qualname__ ("Add"), by which its code is found
+            cls.__name__ = cls.backward_name
 
     @staticmethod
     def forward(ctx, xp, *arrays, **attrs):

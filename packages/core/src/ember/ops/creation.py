@@ -118,22 +118,22 @@ def _filled(fn, size, value, dtype, device, requires_grad, pin_memory=False):
     return _finish(data, device, dtype, requires_grad, pin_memory)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False, layout=None, out=None):
+def zeros(*size, dtype=None, device=None, requires_grad=False, layout=None):
     """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``."""
     return _filled("zeros", size, 0, dtype, device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False, layout=None, out=None):
+def ones(*size, dtype=None, device=None, requires_grad=False, layout=None):
     """A tensor of ones."""
     return _filled("ones", size, 1, dtype, device, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False, out=None):
+def empty(*size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """An uninitialised tensor (its values are whatever the memory held); ``pin_memory=True`` as in :func:`tensor`."""
     return _filled("empty", size, None, dtype, device, requires_grad, pin_memory)
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None, out=None):
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None):
     """A tensor filled with ``fill_value``; the dtype follows the value (``full((2,), 7)`` is int64)."""
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
@@ -172,7 +172,7 @@ def _num(x):
     return x.item() if isinstance(x, Tensor) else x
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
     """Values from ``start`` up to (not including) ``end`` by ``step``; int64 if all are ints.
 
     >>> import ember
@@ -194,7 +194,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return tensor(values, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     if not isinstance(steps, int) or steps < 0:
         raise RuntimeError(f"linspace(): number of steps must be a non-negative int, got {steps!r}")
@@ -202,7 +202,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     return tensor(values, dtype=dtype or dt.get_default_dtype(), device=device, requires_grad=requires_grad)
 
 
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False, out=None):
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     """``steps`` values ``base ** linspace(start, end, steps)``."""
     if not isinstance(steps, int) or steps < 0:
         raise RuntimeError(f"logspace(): number of steps must be a non-negative int, got {steps!r}")
@@ -210,7 +210,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     return tensor(values, dtype=dtype or dt.get_default_dtype(), device=device, requires_grad=requires_grad)
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """An ``n x m`` tensor with ones on the diagonal."""
     if not isinstance(n, int) or n < 0 or (m is not None and (not isinstance(m, int) or m < 0)):
         raise RuntimeError(f"eye(): n and m must be non-negative ints, got n={n!r}, m={m!r}")

@@ -16,6 +16,7 @@ tensor([10, 11])
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -124,6 +125,8 @@ def _to_index_array(idx, device):
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         arr = idx._device.backend.to_numpy(idx._data)
         return arr if arr.dtype == np.bool_ else arr.astype(np.int64, copy=False)
+    if isinstance(idx, (list, tuple)):  # entries may be tensors (``x[[t0, t1], 0]``)
+        idx = [e.tolist() if isinstance(e, Tensor) else e for e in idx]
     arr = np.asarray(idx)
     if arr.dtype == np.bool_:
         return arr
@@ -137,12 +140,25 @@ def _to_index_array(idx, device):
 def _is_advanced(k):
     if isinstance(k, Tensor):
         return k._data.ndim > 0 or k._dtype is dt.bool_
-    return isinstance(k, (list, tuple, np.ndarray))
+    return isinstance(k, (list, tuple, range, np.ndarray))
+
+
+def _sequence_as_tuple(key: list) -> bool:
+    """PyTorch's legacy rule: a list index (of fewer than 32 entries) that holds a slice, ``...``, None, a sequence or
+    a tensor means the tuple of its entries (``x[[0, slice(None)]]`` is ``x[0, :]``), with a warning; a list of
+    numbers is an index array."""
+    return len(key) < 32 and any(k is None or k is Ellipsis or isinstance(k, (slice, list, tuple, range, Tensor,
+                                                                              np.ndarray)) for k in key)
 
 
 def split_key(x, key):
     """``key`` -> (basic key, [(dim in the basic result, NumPy index array)]), masks expanded to int arrays."""
-    if not isinstance(key, tuple):
+    if isinstance(key, list) and _sequence_as_tuple(key):
+        warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated; use x[tuple(seq)] "
+                      "instead of x[seq] (PyTorch will read it as an index tensor, x[tensor(seq)], in a future "
+                      "release)", UserWarning, stacklevel=3)
+        key = tuple(key)
+    elif not isinstance(key, tuple):
         key = (key,)
     basic, adv = [], []
     dim_in = dim_out = 0
@@ -220,8 +236,8 @@ def make_plan(v, adv):
         n = shape[d]
         if arr.size:
             lo, hi = int(arr.min()), int(arr.max())
-            if lo < -n or hi >= n:
-                bad = hi if hi >= n else lo
+            if lo < -n or hi >= n:  # PyTorch names the first one out of bounds
+                bad = int(arr.flat[np.argmax((arr < -n) | (arr >= n))])
                 raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
         rows = rows * n + np.where(arr < 0, arr + n, arr)
     consecutive = dims == tuple(range(dims[0], dims[0] + len(dims)))

@@ -65,7 +65,7 @@ def _tensor_list(tensors, fn):
 
 
 @tensor_method()
-def cat(tensors, dim=0, *, out=None):
+def cat(tensors, dim=0):
     """Tensors joined along an existing dimension; all other sizes must match. Dtypes promote.
 
     >>> import ember
@@ -118,7 +118,7 @@ concat = concatenate = cat
 
 
 @tensor_method()
-def stack(tensors, dim=0, *, out=None):
+def stack(tensors, dim=0):
     """Tensors of equal shape joined along a new dimension ``dim``.
 
     >>> import ember
