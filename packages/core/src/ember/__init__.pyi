@@ -59,6 +59,7 @@ from ember.autograd.grad_mode import no_grad as no_grad
 from ember.autograd.grad_mode import set_grad_enabled as set_grad_enabled
 from ember.errors import DeviceMismatchError as DeviceMismatchError
 from ember.errors import EmberError as EmberError
+from ember.errors import OutOfMemoryError as OutOfMemoryError
 from ember.errors import PluginError as PluginError
 from ember.errors import UnsupportedOpError as UnsupportedOpError
 from ember.ops.creation import BFloat16Tensor as BFloat16Tensor
