@@ -1165,6 +1165,15 @@ def get_printoptions() -> Any:
 def get_rng_state(device: _Device | builtins.str | builtins.int = ...) -> Any:
     """The state of ``device``'s default generator as an ``ember.uint8`` tensor."""
 
+# ember.utils.gpu_status
+def gpus() -> Any:
+    """The NVIDIA GPUs of this machine and their status now (see the module docstring).
+
+    >>> import ember
+    >>> for gpu in ember.gpus():  # nothing on a machine without GPUs
+    ...     print(gpu.index, gpu.name, gpu.memory_total - gpu.memory_used, "bytes free")
+    """
+
 # ember.ops.comparison
 def greater(input: Tensor, other: Tensor | builtins.float) -> Tensor:
     """``input > other`` elementwise, as a bool tensor (``other`` may be a number).

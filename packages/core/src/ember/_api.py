@@ -93,6 +93,7 @@ from .ops.view import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
 from .serialization import load, save  # noqa: F401
 from .utils import checkpoint as _checkpoint  # noqa: F401  (ember.utils.checkpoint after `import ember`, as in torch)
+from .utils.gpu_status import gpus  # noqa: F401
 
 bool = bool_  # noqa: A001  (ember.bool, as torch.bool)
 _complete = True  # set last: a nested load while the imports above run copies only what is there so far
