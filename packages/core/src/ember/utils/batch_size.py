@@ -78,6 +78,9 @@ def find_max_batch_size(step_fn, start: int = 1, max: int | None = None, device=
     device's peak statistics). Returns a :class:`BatchSizeSearch`; raises ``ember.OutOfMemoryError`` when not
     even a batch of 1 fits.
 
+    Each try is a real step: it updates the weights (and one cut short by the error may have updated some of
+    them), so search before training, then reload the initial weights (or search on a copy of the model).
+
     >>> import ember
     >>> from ember.utils import find_max_batch_size
     >>> w = ember.randn(64, 64, requires_grad=True)
