@@ -122,8 +122,8 @@ PYNVML_WITH_GPUS = """
 
 def test_gpu_status_lists_gpus_through_pynvml(monkeypatch):
     fake_module(monkeypatch, "pynvml", PYNVML_WITH_GPUS.format(n=2))
-    assert gpu_lines() == [
-        "driver 550.54 (via pynvml)",
+    assert gpu_lines() == [  # this fake driver reports neither utilisation nor processes
+        "NVIDIA driver 550.54 (via nvidia-ml-py)",
         "gpu 0: Fake GPU 0, 1024 MiB used of 16384 MiB",
         "gpu 1: Fake GPU 1, 1024 MiB used of 16384 MiB",
     ]
@@ -140,9 +140,11 @@ def test_gpu_status_through_gputil(monkeypatch):
     fake_module(monkeypatch, "GPUtil", """
         from types import SimpleNamespace
         def getGPUs():
-            return [SimpleNamespace(id=0, name="Fake GPU", memoryUsed=10.0, memoryTotal=80.0)]
+            return [SimpleNamespace(id=0, name="Fake GPU", memoryUsed=10.0, memoryTotal=80.0, load=0.25, uuid="GPU-a",
+                                    driver="550.54")]
     """)
-    assert gpu_lines() == ["gpu 0: Fake GPU, 10 MiB used of 80 MiB (via GPUtil)"]
+    assert gpu_lines() == ["NVIDIA driver 550.54 (via GPUtil)",
+                           "gpu 0: Fake GPU, 10 MiB used of 80 MiB, 25% utilization"]
 
 
 def test_gpu_status_when_gputil_finds_no_nvidia_smi(monkeypatch):

@@ -1,4 +1,5 @@
-"""GPU picking by memory status (fake GPUtil / nvidia-ml-py: this machine has no GPU) and CUDA_VISIBLE_DEVICES."""
+"""GPU picking by memory status, read through ember.gpus() (fake GPUtil / nvidia-ml-py: this machine has no GPU), and
+CUDA_VISIBLE_DEVICES."""
 import os
 import sys
 import types
@@ -6,6 +7,7 @@ import warnings
 
 import pytest
 
+import ember
 from ember import tune
 from ember.tune import Decision, TrialRun
 from ember.tune.executors.local import LocalExecutor
@@ -17,6 +19,7 @@ class FakeGPU:
 
     def __init__(self, index, used, total=16000.0):
         self.id, self.uuid, self.memoryTotal, self.memoryUsed = index, f"GPU-{index}-uuid", total, used
+        self.name, self.load, self.driver = "Fake GPU", 0.5, "550.54"
 
 
 @pytest.fixture
@@ -32,6 +35,7 @@ def fake_gputil(monkeypatch):
 
     module.getGPUs = get_gpus
     monkeypatch.setitem(sys.modules, "GPUtil", module)
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed: ember.gpus() would ask it first
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     return module
 
@@ -51,19 +55,33 @@ def test_gputil_failing_means_no_gpu(monkeypatch):
 
     module.getGPUs = broken
     monkeypatch.setitem(sys.modules, "GPUtil", module)
+    monkeypatch.setitem(sys.modules, "pynvml", None)
     assert gpu_status() == []
 
 
-def test_fallback_to_nvidia_ml_py(monkeypatch):
+def test_status_through_nvidia_ml_py(monkeypatch):
     nvml = types.ModuleType("pynvml")
     nvml.nvmlInit = nvml.nvmlShutdown = lambda: None
     nvml.nvmlDeviceGetCount = lambda: 2
     nvml.nvmlDeviceGetHandleByIndex = lambda i: i
     nvml.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(total=8 * 2**30, used=(h + 1) * 2**30)
     nvml.nvmlDeviceGetUUID = lambda h: f"GPU-n{h}".encode()
+    nvml.nvmlDeviceGetName = lambda h: b"Fake GPU"
     monkeypatch.setitem(sys.modules, "GPUtil", None)  # not installed
     monkeypatch.setitem(sys.modules, "pynvml", nvml)
     assert gpu_status() == [GPUStatus(0, "GPU-n0", 8192.0, 1024.0), GPUStatus(1, "GPU-n1", 8192.0, 2048.0)]
+
+
+def test_the_status_is_ember_gpus(monkeypatch):
+    seen = []
+
+    def fake_gpus():
+        seen.append(True)
+        return [ember.utils.gpu_status.GPUInfo(3, "Fake GPU", 3 * 2**30, 4 * 2**30, 90.0, "GPU-x", [])]
+
+    monkeypatch.setattr(ember, "gpus", fake_gpus)
+    assert gpu_status() == [GPUStatus(3, "GPU-x", 4096.0, 3072.0)] and seen == [True]
+    assert GPUPicker(max_memory=0.5).pick(1) is None and GPUPicker(max_memory=0.8).pick(1) == [3]
 
 
 def test_neither_installed_means_no_gpu(monkeypatch):

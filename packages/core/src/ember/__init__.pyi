@@ -60,6 +60,7 @@ from ember.autograd.grad_mode import no_grad as no_grad
 from ember.autograd.grad_mode import set_grad_enabled as set_grad_enabled
 from ember.errors import DeviceMismatchError as DeviceMismatchError
 from ember.errors import EmberError as EmberError
+from ember.errors import OutOfMemoryError as OutOfMemoryError
 from ember.errors import PluginError as PluginError
 from ember.errors import UnsupportedOpError as UnsupportedOpError
 from ember.ops.creation import BFloat16Tensor as BFloat16Tensor
@@ -1221,6 +1222,15 @@ def get_printoptions() -> Any:
 # ember.random
 def get_rng_state(device: _Device | builtins.str | builtins.int = ...) -> Any:
     """The state of ``device``'s default generator as an ``ember.uint8`` tensor."""
+
+# ember.utils.gpu_status
+def gpus() -> Any:
+    """The NVIDIA GPUs of this machine and their status now (see the module docstring).
+
+    >>> import ember
+    >>> for gpu in ember.gpus():  # nothing on a machine without GPUs
+    ...     print(gpu.index, gpu.name, gpu.memory_total - gpu.memory_used, "bytes free")
+    """
 
 # ember.ops.comparison
 def greater(input: Tensor, other: Tensor | builtins.float, *, out: Tensor | None = ...) -> Tensor:

@@ -2,7 +2,8 @@
 
 ``ember info`` prints what a bug report needs: the installed ember
 distributions and their versions, the registered plugins, the backends with
-their devices, and the NVIDIA GPU status.
+their devices, and the NVIDIA GPU status. ``ember gpus`` prints the GPUs'
+status alone (:func:`ember.gpus`).
 
 >>> main(["info"])  # doctest: +ELLIPSIS
 ember ... on Python ...
@@ -70,43 +71,14 @@ def backend_lines() -> list[str]:
 
 
 def gpu_lines() -> list[str]:
-    """NVIDIA GPUs seen through nvidia-ml-py (``pynvml``) or GPUtil, whichever is importable."""
-    try:
-        import pynvml
-    except ImportError:
-        pynvml = None
-    if pynvml is not None:
-        try:
-            pynvml.nvmlInit()
-        except Exception as exc:  # pynvml raises NVMLError subclasses when there is no driver
-            return [f"no NVIDIA GPU/driver found (pynvml: {exc})"]
-        try:
-            lines = [f"driver {_text(pynvml.nvmlSystemGetDriverVersion())} (via pynvml)"]
-            for i in range(pynvml.nvmlDeviceGetCount()):
-                handle = pynvml.nvmlDeviceGetHandleByIndex(i)
-                mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
-                lines.append(f"gpu {i}: {_text(pynvml.nvmlDeviceGetName(handle))}, "
-                             f"{mem.used / 2**20:.0f} MiB used of {mem.total / 2**20:.0f} MiB")
-            return lines if len(lines) > 1 else ["no NVIDIA GPU found (pynvml: the driver reports 0 devices)"]
-        finally:
-            pynvml.nvmlShutdown()
-    try:
-        import GPUtil
-    except ImportError:
-        return ["no NVIDIA GPU/driver found (neither nvidia-ml-py nor GPUtil is installed; "
-                "`pip install nvidia-ml-py` to query the driver)"]
-    try:
-        gpus = GPUtil.getGPUs()
-    except Exception as exc:  # GPUtil shells out to nvidia-smi
-        return [f"no NVIDIA GPU/driver found (GPUtil: {exc})"]
-    if not gpus:
-        return ["no NVIDIA GPU/driver found (GPUtil sees none)"]
-    return [f"gpu {g.id}: {g.name}, {g.memoryUsed:.0f} MiB used of {g.memoryTotal:.0f} MiB (via GPUtil)"
-            for g in gpus]
+    """The NVIDIA GPUs' status as :func:`ember.gpus` gives it (through nvidia-ml-py or GPUtil), one line each."""
+    return str(ember.gpus()).splitlines()
 
 
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+def gpus() -> int:
+    """Print each NVIDIA GPU's name, memory used/total, utilisation and processes (one line when there is none)."""
+    print(ember.gpus())
+    return 0
 
 
 def info() -> int:
@@ -133,7 +105,8 @@ def _section(title: str, lines: list[str]) -> None:
         print(f"  {line}")
 
 
-COMMANDS = {"info": (info, "list installed ember packages, plugins, backends, devices and GPU status")}
+COMMANDS = {"info": (info, "list installed ember packages, plugins, backends, devices and GPU status"),
+            "gpus": (gpus, "show each NVIDIA GPU's memory, utilisation and processes")}
 
 
 def main(argv: list[str] | None = None) -> int:

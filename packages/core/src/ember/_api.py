@@ -46,7 +46,7 @@ from .autograd import (  # noqa: F401
     set_grad_enabled,
 )
 from .backends import cpu as _cpu  # noqa: F401
-from .errors import DeviceMismatchError, EmberError, PluginError, UnsupportedOpError  # noqa: F401
+from .errors import DeviceMismatchError, EmberError, OutOfMemoryError, PluginError, UnsupportedOpError  # noqa: F401
 from .linalg import det, inverse, slogdet  # noqa: F401
 from .linalg import tensor_norm as norm  # noqa: F401
 from .memory import *  # noqa: F401,F403
@@ -95,6 +95,8 @@ from .ops.statistics import *  # noqa: F401,F403
 from .ops.view import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
 from .serialization import load, save  # noqa: F401
+from .utils import checkpoint as _checkpoint  # noqa: F401  (ember.utils.checkpoint after `import ember`, as in torch)
+from .utils.gpu_status import gpus  # noqa: F401
 
 bool = bool_  # noqa: A001  (ember.bool, as torch.bool)
 

@@ -22,3 +22,7 @@ class CheckpointError(EmberError, ValueError):
 
     The message names the file and what was wrong with it.
     """
+
+
+class OutOfMemoryError(EmberError, RuntimeError):
+    """A device ran out of memory (PyTorch's ``torch.OutOfMemoryError``)."""

@@ -27,6 +27,7 @@ from .node import AccumulateGrad, grad_accumulator
 
 class _Callbacks(threading.local):
     queue = None  # the final callbacks of this thread's backward in progress; None outside a backward
+    capturing = False  # whether that backward returns the gradients of given inputs (grad(), backward(inputs=))
 
 
 _CALLBACKS = _Callbacks()
@@ -49,6 +50,12 @@ def queue_callback(callback) -> None:
     if queue is None:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")
     queue.append(callback)
+
+
+def capturing_inputs() -> bool:
+    """Whether the backward running in this thread was asked for the gradients of given inputs (``grad()`` or
+    ``backward(inputs=...)``) rather than to accumulate into every leaf: a reentrant checkpoint refuses that."""
+    return _CALLBACKS.capturing
 
 
 def _run_callbacks(queue) -> None:
@@ -156,9 +163,10 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     results = [None] * len(inputs) if inputs is not None else None
     deps = _accumulation_deps(roots) if capture is None and Tensor._post_acc_hooks_in_use else None
 
-    prev_enabled, outer_callbacks = STATE.enabled, _CALLBACKS.queue
+    prev_enabled, outer_callbacks, outer_capturing = STATE.enabled, _CALLBACKS.queue, _CALLBACKS.capturing
     STATE.enabled = create_graph
     _CALLBACKS.queue = callbacks = []
+    _CALLBACKS.capturing = capture is not None
     try:
         while heap:
             node = heapq.heappop(heap)[2]
@@ -215,7 +223,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
         STATE.enabled = prev_enabled
         _run_callbacks(callbacks)
     finally:
-        STATE.enabled, _CALLBACKS.queue = prev_enabled, outer_callbacks
+        STATE.enabled, _CALLBACKS.queue, _CALLBACKS.capturing = prev_enabled, outer_callbacks, outer_capturing
     if inputs is not None:
         for i, r in enumerate(results):
             if r is None and not allow_unused:

@@ -1,7 +1,7 @@
 """Free GPUs for trials, picked by their memory status.
 
-The status comes from GPUtil (``pip install ember-tune[gpu]``) where installed, else
-from nvidia-ml-py (``pynvml``), else there are no GPUs. A GPU is free when no trial of
+The status comes from :func:`ember.gpus` (nvidia-ml-py, ``pip install ember-core[gpu]``, or
+GPUtil, ``pip install ember-tune[gpu]``; without either there are no GPUs). A GPU is free when no trial of
 this executor holds it and its memory use is at most ``max_memory`` (a fraction, as
 GPUtil's ``getAvailable``), so a GPU busy with someone else's job is left alone.
 Free GPUs are handed out most-free-memory first. Indexes follow ``nvidia-smi``
@@ -24,6 +24,8 @@ import os
 import time
 import typing
 
+import ember
+
 __all__ = ["GPUStatus", "GPUPicker", "gpu_status", "visible_devices_env"]
 
 
@@ -44,38 +46,9 @@ class GPUStatus(typing.NamedTuple):
 
 
 def gpu_status() -> list:
-    """Every GPU's :class:`GPUStatus`, through GPUtil, else nvidia-ml-py; ``[]`` when neither works."""
-    try:
-        import GPUtil
-    except ImportError:
-        return _nvml_status()
-    try:
-        gpus = GPUtil.getGPUs()
-    except Exception:  # GPUtil runs nvidia-smi: missing or failing means no usable GPU
-        return []
-    return [GPUStatus(int(g.id), str(g.uuid), float(g.memoryTotal), float(g.memoryUsed)) for g in gpus]
-
-
-def _nvml_status() -> list:
-    try:
-        import pynvml
-    except ImportError:
-        return []
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # no driver / no GPU
-        return []
-    try:
-        found = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
-            mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
-            uuid = pynvml.nvmlDeviceGetUUID(handle)
-            found.append(GPUStatus(i, uuid.decode() if isinstance(uuid, bytes) else str(uuid),
-                                   mem.total / 2**20, mem.used / 2**20))
-        return found
-    finally:
-        pynvml.nvmlShutdown()
+    """Every GPU's :class:`GPUStatus`, from :func:`ember.gpus`; ``[]`` when there is none (or no way to ask)."""
+    return [GPUStatus(g.index, g.uuid or "", g.memory_total / 2**20, g.memory_used / 2**20)
+            for g in ember.gpus()]
 
 
 def _allowed(gpus: list) -> list:

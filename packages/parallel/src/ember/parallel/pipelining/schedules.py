@@ -82,7 +82,7 @@ class PipelineScheduleSingle:
                     if losses is not None and loss is not None:
                         losses.append(loss.detach())
             else:
-                stage._backward(i, self._loss_fn, 1.0 / n if self.scale_grads else 1.0)
+                stage._backward(i, 1.0 / n if self.scale_grads else 1.0)
         stage._end_step()
         return ember.cat(outputs, dim=0) if stage.is_last else None
 

@@ -17,7 +17,7 @@ import ember
 import ember.distributed as dist
 import ember.nn as nn
 
-from .._checkpoint import recompute
+from .._checkpoint import checkpoint_stage
 from ._wire import HEADER_SIZE, decode, encode
 
 __all__ = ["PipelineStage"]
@@ -27,14 +27,13 @@ _TAG_HEADER, _TAG_ACTIVATION, _TAG_GRADIENT = 0, 1, 2
 
 
 class _Saved:
-    """What backward needs of one micro-batch: the stage's inputs, its output (None when checkpointing), the loss
-    and target (last stage), and the random state its forward started from (for the recomputation)."""
+    """What backward needs of one micro-batch: the stage's inputs, its output and the loss (last stage). With
+    checkpointing the output's graph holds only the inputs: its backward recomputes the stage."""
 
-    __slots__ = ("inputs", "kwargs", "output", "loss", "target", "rng_state")
+    __slots__ = ("inputs", "output", "loss")
 
-    def __init__(self, inputs, kwargs, output, loss, target, rng_state):
-        self.inputs, self.kwargs, self.output, self.loss = inputs, kwargs, output, loss
-        self.target, self.rng_state = target, rng_state
+    def __init__(self, inputs, output, loss):
+        self.inputs, self.output, self.loss = inputs, output, loss
 
 
 class PipelineStage:
@@ -127,34 +126,26 @@ class PipelineStage:
         """Run micro-batch ``i`` forward (``args``: its inputs on the first stage, ignored elsewhere), send the
         output on, and keep what backward needs when ``keep``. Returns ``(output, loss)`` (loss: last stage)."""
         inputs = tuple(args) if self.is_first else (self._receive_activation(keep),)
-        rng_state = ember.random.get_rng_state(self.device) if keep and self.checkpoint else None
-        with ember.set_grad_enabled(keep and not self.checkpoint):
-            output = self.submod(*inputs, **kwargs)
+        with ember.set_grad_enabled(keep):
+            if keep and self.checkpoint:
+                output = checkpoint_stage(self.submod, *inputs, **kwargs)
+            else:
+                output = self.submod(*inputs, **kwargs)
             loss = loss_fn(output, target) if loss_fn is not None and self.is_last else None
         if not self.is_last:
             self._send_activation(i, output)
         if keep:
-            kept = None if self.checkpoint else output
-            inputs = tuple(_detached(x) for x in inputs) if self.checkpoint else inputs
-            self._saved[i] = _Saved(inputs, kwargs, kept, None if self.checkpoint else loss, target, rng_state)
+            self._saved[i] = _Saved(inputs, output, loss)
             self.max_live_activations = max(self.max_live_activations, len(self._saved))
         self._reap()
         return output, loss
 
-    def _backward(self, i: int, loss_fn=None, scale: float = 1.0) -> None:
+    def _backward(self, i: int, scale: float = 1.0) -> None:
         """Run micro-batch ``i`` backward (the schedule calls it only with a ``loss_fn``): from its loss (last stage,
         times ``scale``) or from the gradient the next stage sends; then send the gradient of the stage's input to
         the previous stage."""
         saved = self._saved.pop(i)
         inputs, output, loss = saved.inputs, saved.output, saved.loss
-        if self.checkpoint:
-            inputs = tuple(_requiring_grad(x) for x in inputs) if not self.is_first else inputs
-
-            def rerun():
-                out = self.submod(*inputs, **saved.kwargs)
-                return out, (loss_fn(out, saved.target) if self.is_last else None)
-
-            output, loss = recompute(self.submod, saved.rng_state, self.device, rerun)
         if self.is_last:
             ember.autograd.backward(loss * scale if scale != 1.0 else loss)
         else:
@@ -204,10 +195,6 @@ class PipelineStage:
     def _reap(self) -> None:
         """Forget the sends that completed, so that their buffers are freed."""
         self._sends = [(work, t) for work, t in self._sends if not work.is_completed()]
-
-
-def _detached(x):
-    return x.detach() if isinstance(x, ember.Tensor) else x
 
 
 def _requiring_grad(x):
