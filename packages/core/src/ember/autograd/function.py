@@ -204,6 +204,9 @@ class Op(Node):
     @classmethod
     def apply(cls, *inputs, **attrs):
         """Run the op on tensors (and Python scalars) and record it for backward if needed."""
+        caster = STATE.autocast
+        if caster is not None:  # an ember.autocast region is on in this thread: cast the inputs as its lists say
+            inputs = caster.cast(cls, inputs, attrs)
         trace = _active_trace()
         if trace is None:
             ctx = object.__new__(cls)

@@ -20,6 +20,8 @@ __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_g
 class _State(threading.local):
     enabled = True
     inference = False
+    #: the thread's autocast state while an ``ember.autocast`` region is on, else None (read by ``Op.apply``)
+    autocast = None
 
 
 STATE = _State()
