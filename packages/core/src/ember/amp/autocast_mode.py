@@ -21,7 +21,7 @@ import threading
 
 from .. import _dtype as dt
 from .._tensor import Tensor
-from ..autograd.grad_mode import STATE
+from ..autograd.grad_mode import AUTOCAST_THREADS, STATE
 from .lists import BANNED, DEFAULT_DTYPE, FP32, LOWER, OP_LISTS, PROMOTE, SUPPORTED_DTYPES
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "is_autocast_available", "autocast_inputs",
@@ -99,8 +99,12 @@ class _Caster:
         return out
 
     def publish(self) -> None:
-        """Point ``Op.apply`` at this state while a region is on, else at nothing."""
-        STATE.autocast = self if self.active else None
+        """Point ``Op.apply`` at this state while a region is on, else at nothing; keep the thread count."""
+        was, now = STATE.autocast is not None, bool(self.active)
+        STATE.autocast = self if now else None
+        if was != now:
+            with _COUNT_LOCK:
+                AUTOCAST_THREADS[0] += 1 if now else -1
 
     def casts(self, op_name: str, t: Tensor) -> bool:
         """Whether an op named ``op_name`` with ``t`` among its inputs has them cast by the region in force."""
@@ -115,6 +119,7 @@ def _eligible(t, device_type: str) -> bool:
 
 
 _THREAD = threading.local()
+_COUNT_LOCK = threading.Lock()
 
 
 def _caster() -> _Caster:
@@ -138,8 +143,9 @@ class autocast:
     """Run the ops of a region in a lower floating dtype where that is safe, as PyTorch's ``torch.autocast``.
 
     ``device_type`` is ``"cpu"`` or ``"cuda"``: only ops on tensors of that device type are affected, each by
-    that device type's lists (:mod:`ember.amp.lists`). ``dtype`` defaults to bfloat16 on the CPU and float16 on
-    CUDA. ``enabled=False`` turns autocast off for the region (nested regions restore the outer state on exit).
+    that device type's lists (:mod:`ember.amp.lists`). ``dtype`` defaults to :func:`get_autocast_dtype` (an
+    enclosing region's dtype, else bfloat16 on the CPU and float16 on CUDA). Mixed floating inputs of a
+    ``promote`` op run in the widest of them (bfloat16 with float16 in float32, where PyTorch raises). ``enabled=False`` turns autocast off for the region (nested regions restore the outer state on exit).
     ``cache_enabled`` (default True) casts each float32 weight (a leaf that requires grad) once per outermost
     region and reuses the copy. Works as a context manager and as a decorator. Unlike PyTorch, which warns and
     turns autocast off, a dtype the device type does not support is an error.
@@ -162,8 +168,8 @@ class autocast:
     def __init__(self, device_type: str, dtype: dt.dtype | None = None, enabled: bool = True,
                  cache_enabled: bool | None = None):
         self.device = _check_device_type("autocast", device_type)
-        if dtype is None:
-            dtype = getattr(dt, DEFAULT_DTYPE[device_type])
+        if dtype is None:  # as PyTorch: the thread's current autocast dtype (an enclosing region's), at construction
+            dtype = get_autocast_dtype(device_type)
         if not isinstance(dtype, dt.dtype):
             raise TypeError(f"autocast: expected dtype to be an ember dtype such as ember.bfloat16, got {dtype!r}")
         if dtype.name not in SUPPORTED_DTYPES[device_type]:
