@@ -40,7 +40,8 @@ def _table(**policies: tuple) -> dict:
 
 
 # PyTorch's CPU lists (AutocastCPU). einsum, tensordot, lstm and rnn are not on the list themselves, but in PyTorch
-# they run through ops that are (bmm, mm, mkldnn_rnn_layer), so their output is in the lower dtype; gru is not.
+# they run through ops that are (bmm, mm, mkldnn_rnn_layer), so their output is in the lower dtype. PyTorch's CPU
+# GRU is on no list; ember's nn.GRU projects its input with linear first, so it runs in the lower dtype too.
 _CPU = {
     **_table(
         lower_precision_fp=("convolution", "mm", "bmm", "matmul", "addmm", "baddbmm", "linear", "linear_no_bias",
