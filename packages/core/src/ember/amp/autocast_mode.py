@@ -8,11 +8,12 @@ read. Casts are ordinary differentiable ``to`` ops, so gradients reach float32 p
 
 >>> import ember
 >>> a, b = ember.ones(2, 3), ember.ones(3, 4)
->>> with ember.autocast("cpu"):
+>>> with ember.autocast("cpu", dtype=ember.float16):
 ...     c = a @ b
 ...     s = c.sum()
->>> c.dtype, s.dtype
-(ember.bfloat16, ember.bfloat16)
+...     loss = ember.nn.functional.mse_loss(c, ember.zeros(2, 4))
+>>> c.dtype, s.dtype, loss.dtype
+(ember.float16, ember.float16, ember.float32)
 """
 from __future__ import annotations
 
@@ -154,12 +155,12 @@ class autocast:
 
     >>> import ember
     >>> w = ember.ones(4, 3, requires_grad=True)
-    >>> @ember.autocast("cpu")
+    >>> @ember.autocast("cpu", dtype=ember.float16)
     ... def forward(x):
     ...     return ember.nn.functional.linear(x, w)
     >>> y = forward(ember.ones(2, 3))
     >>> y.dtype
-    ember.bfloat16
+    ember.float16
     >>> y.float().sum().backward()
     >>> w.grad.dtype
     ember.float32
