@@ -8,7 +8,8 @@ Each variant builds the model (float32 parameters, Adam), runs one warm-up step 
 ``ember.reset_peak_memory_stats()`` and one measured step. Printed per variant: the peak of
 ``ember.max_memory_allocated()`` during the step, what was allocated before it (parameters, gradients, Adam's
 state, the batch), and the difference, the step's own peak (activations saved for backward and temporaries),
-with its ratio to float32's; and the median CPU time of a step (informative: low-precision kernels are the
+with its ratio to float32's; the same step peak as ``tracemalloc`` sees all NumPy memory (a check on ember's
+counter); and the median CPU time of a step (informative: low-precision kernels are the
 business of the float16/bfloat16 CPU work). Variants: float32; bfloat16 autocast; float16 autocast with a
 ``GradScaler``. PyTorch is not compared: its CPU allocator keeps no memory statistics.
 """
@@ -20,6 +21,7 @@ import os
 import statistics
 import sys
 import time
+import tracemalloc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -62,7 +64,23 @@ def measure(variant: str, repeats: int) -> dict:
         step()
         times.append(time.process_time() - t)
     return {"held": before - start, "peak": peak - start, "step_peak": peak - before,
-            "seconds": statistics.median(times)}
+            "traced": _traced_step_peak(variant), "seconds": statistics.median(times)}
+
+
+def _traced_step_peak(variant: str) -> int:
+    """The peak of all memory ``tracemalloc`` sees (NumPy reports its arrays to it) over a step, above its start:
+    a check on ember's own counter, from a model built under tracing."""
+    tracemalloc.start()
+    try:
+        step = _step(variant)
+        step()
+        gc.collect()
+        start = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        step()
+        return tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
 
 
 def main() -> None:
@@ -70,14 +88,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timed steps per variant (default 3)")
     args = parser.parse_args()
     results = {v: measure(v, args.repeats) for v in ("float32", "bfloat16", "float16")}
-    base = results["float32"]["step_peak"]
+    base, traced_base = results["float32"]["step_peak"], results["float32"]["traced"]
     mb = 1e6
     print(f"MNIST CNN training step, batch {cnn.BATCH}x1x28x28, Adam; peak of ember.max_memory_allocated()")
-    print(f"{'variant':<28}{'peak MB':>9}{'held MB':>9}{'step MB':>9}{'step / fp32':>13}{'CPU s/step':>12}")
+    print(f"{'variant':<30}{'peak MB':>9}{'held MB':>9}{'step MB':>9}{'step / fp32':>13}{'traced step MB':>16}"
+          f"{'traced / fp32':>15}{'CPU s/step':>12}")
     names = {"float32": "float32", "bfloat16": "autocast bfloat16", "float16": "autocast float16 + GradScaler"}
     for variant, r in results.items():
-        print(f"{names[variant]:<28}{r['peak'] / mb:>9.1f}{r['held'] / mb:>9.1f}{r['step_peak'] / mb:>9.1f}"
-              f"{r['step_peak'] / base:>13.2f}{r['seconds']:>12.3f}")
+        print(f"{names[variant]:<30}{r['peak'] / mb:>9.1f}{r['held'] / mb:>9.1f}{r['step_peak'] / mb:>9.1f}"
+              f"{r['step_peak'] / base:>13.2f}{r['traced'] / mb:>16.1f}{r['traced'] / traced_base:>15.2f}"
+              f"{r['seconds']:>12.3f}")
 
 
 if __name__ == "__main__":
