@@ -25,8 +25,9 @@ import tracemalloc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import ember  # noqa: E402
 from workloads import cnn  # noqa: E402
+
+import ember  # noqa: E402
 
 
 def _step(variant: str):

@@ -71,7 +71,8 @@ __all__ = [
     # version counter and autograd history
     "mark_modified", "version", "is_view", "take_history", "queue_callback",
     # helpers core's ops share with nn's
-    "Op", "autocast_casts", "parse_to", "promote", "wrap_dim", "cast_scalar", "broadcast_shape", "get_reduction", "pairwise_distance",
+    "Op", "autocast_casts", "parse_to", "promote", "wrap_dim", "cast_scalar", "broadcast_shape", "get_reduction",
+    "pairwise_distance",
     # for ember-onnx: the op trace, dtypes, pooling windows
     "TRACE", "numpy_dtype", "pool_windows", "pooled_size", "Windows", "AdaptiveWindows",
 ]

@@ -146,10 +146,12 @@ class autocast:
     ``device_type`` is ``"cpu"`` or ``"cuda"``: only ops on tensors of that device type are affected, each by
     that device type's lists (:mod:`ember.amp.lists`). ``dtype`` defaults to :func:`get_autocast_dtype` (an
     enclosing region's dtype, else bfloat16 on the CPU and float16 on CUDA). Mixed floating inputs of a
-    ``promote`` op run in the widest of them (bfloat16 with float16 in float32, where PyTorch raises). ``enabled=False`` turns autocast off for the region (nested regions restore the outer state on exit).
+    ``promote`` op run in the widest of them (bfloat16 with float16 in float32, where PyTorch raises).
+    ``enabled=False`` turns autocast off for the region (nested regions restore the outer state on exit).
     ``cache_enabled`` (default True) casts each float32 weight (a leaf that requires grad) once per outermost
-    region and reuses the copy. Works as a context manager and as a decorator. Unlike PyTorch, which warns and
-    turns autocast off, a dtype the device type does not support is an error.
+    region and reuses the copy (cast again if the weight changes in place). Works as a context manager and as a
+    decorator. Unlike PyTorch, which warns and turns autocast off, a dtype the device type does not support is
+    an error.
 
     Run the backward pass outside the region: its ops then use the dtypes the forward chose, as in PyTorch.
 
