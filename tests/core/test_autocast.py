@@ -257,6 +257,15 @@ def test_gradients_reach_float32_parameters_in_float32():
     assert ember.allclose(lin.weight.grad, ref.weight.grad, rtol=1e-2, atol=1e-2)
 
 
+def test_backward_inside_the_region_gives_float32_gradients_too():
+    conv = ember.nn.Conv2d(2, 3, 3)
+    with ember.autocast("cpu", dtype=ember.float16):
+        out = conv(ember.rand(2, 2, 5, 5))
+        assert out.grad_fn.next_functions[1][0].name() == "ToCopyBackward0"  # the cast is an op of the graph
+        F.relu(out).float().mean().backward()
+    assert conv.weight.grad.dtype is ember.float32 and conv.bias.grad.dtype is ember.float32
+
+
 def test_a_weight_is_cast_once_per_region_and_the_cache_is_dropped_on_exit():
     w = ember.rand(4, 4, requires_grad=True)
     x = ember.rand(2, 4)
