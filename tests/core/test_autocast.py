@@ -165,6 +165,17 @@ def test_mixed_inputs_of_a_lower_op_are_all_cast():
         assert F.conv2d(IMG(ember.bfloat16), _t(4, 3, 3, 3)(ember.float32)).dtype is ember.float16
 
 
+def test_losses_take_a_low_precision_input_with_float32_targets_and_weights():
+    low, classes = A(ember.bfloat16), _classes()
+    with pytest.raises(RuntimeError, match="expected scalar type BFloat16 but found Float"):
+        F.nll_loss(low, classes, weight=V(ember.float32))  # outside a region, as PyTorch
+    with ember.autocast("cpu"):
+        assert F.cross_entropy(low, classes, weight=V(ember.float32)).dtype is ember.float32
+        assert F.nll_loss(low, classes, weight=V(ember.float32)).dtype is ember.float32
+        assert F.binary_cross_entropy(ember.rand(3, 4).bfloat16(), ember.rand(3, 4)).dtype is ember.float32
+        assert F.mse_loss(low, A(ember.float32)).dtype is ember.float32
+
+
 def test_float64_and_integer_inputs_are_never_cast():
     with ember.autocast("cpu"):
         assert ember.mm(A(ember.float64), B(ember.float64)).dtype is ember.float64
