@@ -228,8 +228,8 @@ def _class_weight(fn, weight, n_classes, input, prefix=""):
     if weight._data.ndim != 1 or weight.shape[0] != n_classes:
         raise RuntimeError(f"{prefix}weight tensor should be defined either for all {n_classes} classes or no "
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
-    op = CrossEntropy.name_ if fn == "cross_entropy" else NllLoss.name_
-    if weight._dtype is not input._dtype and not autocast_casts(op, input):  # autocast casts both to float32
+    if weight._dtype is not input._dtype and not autocast_casts(  # under autocast the op casts both to float32
+            CrossEntropy.name_ if fn == "cross_entropy" else NllLoss.name_, input):
         raise RuntimeError(f"expected scalar type {dtype_name(input)} but found {dtype_name(weight)}")
     return weight
 
