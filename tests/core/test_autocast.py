@@ -291,6 +291,11 @@ def test_a_weight_is_cast_once_per_region_and_the_cache_is_dropped_on_exit():
         assert (x @ w).grad_fn.next_functions[1][0] is not cast_1
     with ember.autocast("cpu", cache_enabled=False):
         assert (x @ w).grad_fn.next_functions[1][0] is not (x @ w).grad_fn.next_functions[1][0]
+    with ember.autocast("cpu"):
+        with ember.no_grad():
+            x @ w  # a cast without a graph is not kept ...
+        y3 = x @ w  # ... so this one still leads back to w
+    assert y3.requires_grad
     (y1.float().sum() + y2.float().sum()).backward()
     assert w.grad.dtype is ember.float32
     assert ember.allclose(w.grad, x.sum(0).unsqueeze(1).expand(4, 4) * 2, rtol=1e-2)

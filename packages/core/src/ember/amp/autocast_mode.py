@@ -89,8 +89,13 @@ class _Caster:
                      else t for t in inputs)
 
     def _cast_one(self, t: Tensor, target: dt.dtype, cache_low: bool) -> Tensor:
-        """``t.to(target)``; a float32 leaf that requires grad (a weight) is cast once per region (PyTorch's cache)."""
-        if not (cache_low and t._dtype is dt.float32 and t._requires_grad and t.grad_fn is None and t._base is None):
+        """``t.to(target)``; a float32 leaf that requires grad (a weight) is cast once per region (PyTorch's cache).
+
+        Only casts made with grad mode on are kept: a copy made under ``no_grad`` has no path back to the weight,
+        and handing it out later would cut the weight off from its gradient (PyTorch behaves the same).
+        """
+        if not (cache_low and t._dtype is dt.float32 and t._requires_grad and t.grad_fn is None and t._base is None
+                and STATE.enabled):
             return t.to(target)
         hit = self.cache.get(id(t))
         if hit is not None and hit[0] is t and hit[1] == t._vc[0] and hit[2] is target:
