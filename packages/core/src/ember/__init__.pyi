@@ -9,6 +9,7 @@ from pkgutil import extend_path as extend_path
 from typing import Any
 
 from ember import accelerator as accelerator
+from ember import amp as amp
 from ember import autograd as autograd
 from ember import backends as backends
 from ember import cuda as cuda
@@ -54,6 +55,7 @@ from ember._dtype import uint8 as uint8
 from ember._plugins import hookimpl as hookimpl
 from ember._size import Size as Size
 from ember._tensor import Tensor as Tensor
+from ember.amp.autocast_mode import autocast as autocast
 from ember.autograd.grad_mode import enable_grad as enable_grad
 from ember.autograd.grad_mode import inference_mode as inference_mode
 from ember.autograd.grad_mode import no_grad as no_grad
@@ -1207,6 +1209,15 @@ def ger(input: Tensor, vec2: Any, *, out: Tensor | None = ...) -> Tensor:
             [ 2., 20.]])
     """
 
+# ember.amp.autocast_mode
+def get_autocast_dtype(device_type: builtins.str) -> _DType:
+    """The dtype autocast regions of ``device_type`` use in this thread (the innermost region's, else the default).
+
+    >>> import ember
+    >>> ember.get_autocast_dtype("cpu")
+    ember.bfloat16
+    """
+
 # ember._dtype
 def get_default_dtype() -> _DType:
     """The dtype of floating tensors made from Python floats (``float32`` unless changed)."""
@@ -1359,6 +1370,16 @@ def inverse(A: Any, *, out: Tensor | None = ...) -> Tensor:
     >>> ember.linalg.inv(ember.tensor([[2., 0.], [0., 4.]]))
     tensor([[0.5000, 0.0000],
             [0.0000, 0.2500]])
+    """
+
+# ember.amp.autocast_mode
+def is_autocast_enabled(device_type: builtins.str = ...) -> builtins.bool:
+    """Whether an autocast region for ``device_type`` is on in this thread (PyTorch's default type is cuda).
+
+    >>> import ember
+    >>> with ember.autocast("cpu"):
+    ...     ember.is_autocast_enabled("cpu"), ember.is_autocast_enabled("cuda")
+    (True, False)
     """
 
 # ember.ops.predicates

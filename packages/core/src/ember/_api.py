@@ -17,6 +17,7 @@ except _NotFound:  # running from a source tree that is not installed
 
 from . import (
     accelerator,  # noqa: F401
+    amp,  # noqa: F401
     autograd,  # noqa: F401
     backends,  # noqa: F401
     cuda,  # noqa: F401
@@ -37,6 +38,7 @@ from ._plugins import (  # noqa: F401
 from ._size import Size  # noqa: F401
 from ._tensor import Tensor, is_tensor  # noqa: F401
 from ._tensor_str import get_printoptions, printoptions, set_printoptions  # noqa: F401
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: F401
 from .autograd import (  # noqa: F401
     enable_grad,
     inference_mode,

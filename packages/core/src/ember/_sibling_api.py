@@ -37,6 +37,8 @@ share with nn's (each documented where it is defined):
 - ``broadcast_shape(a, b)``, ``get_reduction(reduction, size_average, reduce)``
   and ``pairwise_distance``: the loss helpers and op that ``ember.nn.functional``
   names, which core keeps out of the ``ember`` namespace;
+- ``autocast_casts(op_name, t)``: whether the ``ember.autocast`` region in force casts the inputs of
+  that op on ``t``'s device (a public function's dtype check lets mixed dtypes through then);
 - ``queue_callback(fn)``: run ``fn()`` when the backward in progress has finished (PyTorch's
   ``Variable._execution_engine.queue_callback``), for ember-parallel's DistributedDataParallel;
 - for ember-onnx: ``TRACE``, the context variable holding the op trace in progress
@@ -56,6 +58,7 @@ from __future__ import annotations
 from ._dtype import numpy_dtype
 from ._plugins import onnx_lowerings
 from ._tensor import Tensor
+from .amp.autocast_mode import autocast_casts
 from .autograd.engine import queue_callback
 from .autograd.function import TRACE, Op
 from .ops._common import cast_scalar, promote, wrap_dim
@@ -70,7 +73,8 @@ __all__ = [
     # version counter and autograd history
     "mark_modified", "version", "is_view", "take_history", "queue_callback",
     # helpers core's ops share with nn's
-    "Op", "parse_to", "promote", "wrap_dim", "cast_scalar", "broadcast_shape", "get_reduction", "pairwise_distance",
+    "Op", "autocast_casts", "parse_to", "promote", "wrap_dim", "cast_scalar", "broadcast_shape", "get_reduction",
+    "pairwise_distance",
     # for ember-onnx: the op trace, dtypes, pooling windows
     "TRACE", "onnx_lowerings", "numpy_dtype", "pool_windows", "pooled_size", "Windows", "AdaptiveWindows",
 ]

@@ -39,7 +39,7 @@ from .. import _plugins
 from .._tensor import Tensor
 from ..errors import DeviceMismatchError, UnsupportedOpError
 from . import anomaly
-from .grad_mode import STATE, no_grad
+from .grad_mode import AUTOCAST_THREADS, STATE, no_grad
 from .node import FREED_MSG, Node, _seq, _version_error, grad_accumulator
 
 __all__ = ["Op", "Function", "FunctionCtx"]
@@ -207,6 +207,10 @@ class Op(Node):
     @classmethod
     def apply(cls, *inputs, **attrs):
         """Run the op on tensors (and Python scalars) and record it for backward if needed."""
+        if AUTOCAST_THREADS[0]:  # some thread has an ember.autocast region on: cast the inputs if this one does
+            caster = STATE.autocast
+            if caster is not None:
+                inputs = caster.cast(cls, inputs, attrs)
         trace = _active_trace()
         if trace is None:
             ctx = object.__new__(cls)

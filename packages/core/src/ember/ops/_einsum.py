@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import string
 
+from ..amp.autocast_mode import autocast_casts
 from ..autograd.function import Op
 from ._common import Tensor
 from .creation import eye, ones
@@ -187,7 +188,7 @@ def einsum(equation, *operands):
     terms, ell = _expand_ellipses(terms, operands)
     out = _output_term(rhs, terms, ell)
     for op in operands[1:]:
-        if op._dtype is not operands[0]._dtype:
+        if op._dtype is not operands[0]._dtype and not autocast_casts("einsum", op):
             raise RuntimeError(f"expected scalar type {operands[0]._dtype.scalar_type_name} but found "
                                f"{op._dtype.scalar_type_name}")
     terms, sizes = _broadcast(terms, operands)

@@ -33,6 +33,7 @@ import itertools
 import math
 from typing import NamedTuple
 
+from ..amp.autocast_mode import autocast_casts
 from ..autograd.function import Op
 from ._common import Tensor
 
@@ -245,10 +246,10 @@ def _check_common(fn, nd, input, weight, bias, stride, dilation, groups):
     if weight._data.shape[0] % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
                            f"but got weight of size [{_sizes(weight.shape)}] instead")
-    if input._dtype is not weight._dtype:
+    if input._dtype is not weight._dtype and not autocast_casts("convolution", input):  # autocast casts them
         raise RuntimeError(f"expected scalar type {input._dtype.scalar_type_name} but found "
                            f"{weight._dtype.scalar_type_name}")
-    if bias is not None and bias._dtype is not input._dtype:
+    if bias is not None and bias._dtype is not input._dtype and not autocast_casts("convolution", input):
         raise RuntimeError(f"Input type ({input._dtype.scalar_type_name.lower()}) and bias type "
                            f"({bias._dtype.scalar_type_name.lower()}) should be the same")
     batched = input.ndim == nd + 2

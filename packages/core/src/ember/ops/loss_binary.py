@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from ..amp.autocast_mode import autocast_casts
 from ..autograd.function import Op
 from .activation import softplus
 from .loss_common import (
@@ -98,7 +99,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
               "Please ensure they have the same size.", input, target)
     if not input._dtype.is_floating_point:
         raise not_implemented_for(fn, input._dtype)
-    if target._dtype is not input._dtype:
+    if target._dtype is not input._dtype and not autocast_casts(BinaryCrossEntropy.name_, input):
         raise RuntimeError(f"Found dtype {dtype_name(target)} but expected {dtype_name(input)}")
     _in_unit_interval("input", input)
     _in_unit_interval("target", target)

@@ -17,6 +17,7 @@ tensor(0.6931)
 from __future__ import annotations
 
 from .. import _dtype as dt
+from ..amp.autocast_mode import autocast_casts
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
 from ._common import Tensor, promote
@@ -227,7 +228,8 @@ def _class_weight(fn, weight, n_classes, input, prefix=""):
     if weight._data.ndim != 1 or weight.shape[0] != n_classes:
         raise RuntimeError(f"{prefix}weight tensor should be defined either for all {n_classes} classes or no "
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
-    if weight._dtype is not input._dtype:
+    if weight._dtype is not input._dtype and not autocast_casts(  # under autocast the op casts both to float32
+            CrossEntropy.name_ if fn == "cross_entropy" else NllLoss.name_, input):
         raise RuntimeError(f"expected scalar type {dtype_name(input)} but found {dtype_name(weight)}")
     return weight
 

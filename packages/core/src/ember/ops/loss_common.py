@@ -13,6 +13,7 @@ import warnings
 
 import ember
 
+from ..amp.autocast_mode import autocast_inputs
 from ..autograd.grad_mode import STATE
 from ._common import Tensor, promote
 from .pointwise import SCALAR_NAMES, not_implemented_for
@@ -82,6 +83,7 @@ def float_pair(fn: str, input, target, names=("input", "target")):
     """``input`` and ``target`` checked to be tensors, promoted to their common dtype, which must be floating."""
     check_tensor(fn, names[0], 1, input)
     check_tensor(fn, names[1], 2, target)
+    input, target = autocast_inputs(fn, input, target)  # float32 for the losses on autocast's lists
     input, target = promote(input, target)
     if not input._dtype.is_floating_point:
         raise not_implemented_for(fn, input._dtype)

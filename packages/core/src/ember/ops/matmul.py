@@ -15,6 +15,7 @@ tensor([[ 7., 10.],
 """
 from __future__ import annotations
 
+from ..amp.autocast_mode import autocast_casts
 from ..autograd.function import Op
 from ._common import Tensor, sum_to, tensor_method, wrap_dim
 from ._einsum import einsum
@@ -28,8 +29,8 @@ def _dims_str(t):
     return "x".join(str(s) for s in t.shape)
 
 
-def _same_dtype(a, b):
-    if a._dtype is not b._dtype:
+def _same_dtype(a, b, op="mm"):
+    if a._dtype is not b._dtype and not autocast_casts(op, a):  # autocast casts them to one dtype in Op.apply
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_short(a)} != {_short(b)}")
 
 
@@ -248,8 +249,8 @@ def _check_batch2(a, b):
                            f"but got: {[b.shape[0], b.shape[1]]}.")
 
 
-def _same_dtype_scalar(a, b):
-    if a._dtype is not b._dtype:
+def _same_dtype_scalar(a, b, op="bmm"):
+    if a._dtype is not b._dtype and not autocast_casts(op, a):  # autocast casts them to one dtype in Op.apply
         raise RuntimeError(f"expected scalar type {a._dtype.scalar_type_name} but found {b._dtype.scalar_type_name}")
 
 
@@ -267,7 +268,7 @@ def mv(input, vec):
     if input.shape[1] != vec.shape[0]:
         raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat ({_dims_str(input)}), "
                            f"vec ({vec.shape[0]})")
-    if input._dtype is not vec._dtype:
+    if input._dtype is not vec._dtype and not autocast_casts("mv", input):
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {input._dtype.scalar_type_name}, "
                            f"{input._dtype.scalar_type_name}, and {vec._dtype.scalar_type_name}")
     return Mv.apply(input, vec)
@@ -288,7 +289,7 @@ def dot(input, tensor):
         n, m = input.shape[0], tensor.shape[0]
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same "
                            f"number of elements, but got {n} and {m} elements respectively")
-    if input._dtype is not tensor._dtype:
+    if input._dtype is not tensor._dtype and not autocast_casts("dot", input):
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {input._dtype.scalar_type_name} "
                            f"and {tensor._dtype.scalar_type_name}")
     return Dot.apply(input, tensor)
@@ -355,7 +356,7 @@ def _check_batched(a, b):
                            f"[{batch[-1] if a.ndim > 2 else 1}, {k_a}] but got: "
                            f"[{batch[-1] if b.ndim > 2 else 1}, {k_b}].")
     broadcast_batch(a.shape[:-2], b.shape[:-2])
-    _same_dtype_scalar(a, b)
+    _same_dtype_scalar(a, b, "matmul")
 
 
 def broadcast_batch(batch_a, batch_b) -> tuple:
@@ -429,7 +430,7 @@ def tensordot(a, b, dims=2):
         if a.shape[da] != b.shape[db]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[da]} in dim "
                                f"{da} and second has size {b.shape[db]} in dim {db}")
-    if a._dtype is not b._dtype:
+    if a._dtype is not b._dtype and not autocast_casts("tensordot", a):
         raise RuntimeError("both inputs should have same dtype")
     return _tensordot(a, b, dims_a, dims_b)
 
@@ -448,7 +449,7 @@ def _check_scaled(name, c, a, b, rank):
         raise RuntimeError(f"{name}: the shape of input {list(cs)} does not broadcast to the product's "
                            f"shape {list(out)}")
     for t in (a, b):
-        if t._dtype is not c._dtype:
+        if t._dtype is not c._dtype and not autocast_casts(name, c):
             raise RuntimeError(f"{name}: expected all tensors to have the same dtype, but got "
                                f"{c._dtype.scalar_type_name} and {t._dtype.scalar_type_name}")
 

@@ -17,7 +17,7 @@ tensor([[3., 3., 3., 3.],
 from __future__ import annotations
 
 from ember import Tensor, einsum, is_grad_enabled, matmul
-from ember._sibling_api import Op, array, array_namespace, from_array
+from ember._sibling_api import Op, array, array_namespace, autocast_casts, from_array
 
 __all__ = ["linear", "bilinear"]
 
@@ -106,7 +106,7 @@ def linear(input, weight, bias=None):
             rows *= n
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{xs[-1]} and {ws[1]}x{ws[0]})")
     dtype = weight.dtype
-    if input.dtype is not dtype:
+    if input.dtype is not dtype and not autocast_casts("linear", input):  # autocast casts them in Op.apply
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_c_name(input.dtype)} != "
                            f"{_c_name(dtype)}")
     if bias is None:
@@ -115,7 +115,7 @@ def linear(input, weight, bias=None):
         raise TypeError(f"linear(): argument 'bias' must be Tensor, not {_typename(bias)}")
     if array(bias).shape != (ws[0],):
         raise RuntimeError(f"linear(): expected bias of shape [{ws[0]}] (out_features), got {bias.shape}")
-    if bias.dtype is not dtype:
+    if bias.dtype is not dtype and not autocast_casts("linear", input):
         raise RuntimeError(f"linear(): bias has dtype {bias.dtype}, expected {dtype} as the weight")
     return Linear.apply(input, weight, bias)
 
