@@ -1,6 +1,8 @@
 """ember.utils.find_max_batch_size with a step that runs out of memory above a threshold (it raises
 ember.OutOfMemoryError itself, after allocating, as a capped device would): the exact largest size, the tries
 made, memory freed between tries, other errors passed on unchanged."""
+import gc
+
 import pytest
 
 import ember
@@ -27,6 +29,7 @@ class Step:
 
 def test_doubles_then_bisects_to_the_exact_largest_size():
     step = Step(37)
+    gc.collect()  # garbage of earlier tests would be freed by the search's own collections, under our count
     before = ember.memory_allocated()
     found = find_max_batch_size(step)
     assert found.batch_size == 37
