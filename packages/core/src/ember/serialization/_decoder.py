@@ -21,7 +21,6 @@ from .. import _dtype as dt
 from .._device import device as _device_cls
 from .._sibling_api import share_storage
 from .._size import Size
-from .._tensor import Tensor
 from ..errors import CheckpointError
 from ._globals import Refused, resolve
 from ._structure import FACTORIES, MAX_DEPTH
@@ -130,7 +129,7 @@ class Decoder:
             if not isinstance(pair, list) or len(pair) != 2:
                 self._bad(f"dict item {pair!r:.100} is not a [key, value] pair")
             key = self._hashable(self.decode(pair[0]), "dict key")
-            dict.__setitem__(out, key, self.decode(pair[1]))
+            out[key] = self.decode(pair[1])
 
     def _hashable(self, value, what):
         try:
@@ -169,9 +168,7 @@ class Decoder:
             if name.startswith("__") and name.endswith("__"):
                 self._refuse(f"object {node['object']!r:.100} would set attribute {name!r:.50}: dunder attributes "
                              "are never set from a file")
-        cls = self._global(node["object"], "class")
-        if issubclass(cls, Tensor):
-            self._bad(f"{node['object']!r:.100} is a tensor class, which only a tensor node may name")
+        cls = self._global(node["object"], "object")
         self._objects[n] = _BUILDING
         state = {name: self.decode(value) for name, value in attrs.items()}
         self._objects[n] = obj = self._build(cls, state)
@@ -209,9 +206,7 @@ class Decoder:
             self._bad(f"it refers to tensor {name!r:.100}, which the file does not hold")
         key = (kind, name, repr(view), repr(cls_path), grad)
         if key not in self._made:
-            cls = None if cls_path is None else self._global(cls_path, "class")
-            if cls is not None and not issubclass(cls, Tensor):
-                self._refuse(f"{cls_path!r:.100} names {cls.__qualname__}, which is not a tensor class")
+            cls = None if cls_path is None else self._global(cls_path, "tensor")
             t = self._fetch(kind, name, dev, None if view is None else self._view(view, name))
             self._made[key] = self._tensor(t, cls, grad) if kind == "tensor" else t
         return self._made[key]

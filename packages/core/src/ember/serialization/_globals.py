@@ -8,7 +8,8 @@ only in an allow-list, never imported on the file's say-so:
 - ember's own classes: a class defined in the ``ember`` namespace that
   declares how it restores (``__ember_setstate__``: every ``ember.nn`` module,
   ``ember.optim`` optimizer and scheduler), ember's tensor classes
-  (``ember.nn.Parameter``), and ember's public functions. Only modules of the
+  (``ember.nn.Parameter``), and the public functions of ember's ops and
+  ``ember.nn.functional`` (a layer's activation). Only modules of the
   ``ember`` namespace are imported to find them (installed ember code, not the
   file's);
 - what the user allows with :func:`add_safe_globals` or :class:`safe_globals`.
@@ -42,6 +43,9 @@ _USER: dict = {}
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _PATH = re.compile(rf"({_IDENT}(?:\.{_IDENT})*):({_IDENT}(?:\.{_IDENT})*)")
 _MAX_PATH = 500
+#: where the functions allowed by default live: ember's tensor ops and ``ember.nn.functional`` (what a layer keeps,
+#: such as its activation)
+_EMBER_FUNCTION_MODULES = ("ember.ops.", "ember.nn.functional.")
 
 
 def add_safe_globals(safe_globals) -> None:
@@ -169,7 +173,8 @@ def _ember_default(obj, module: str, qualname: str) -> bool:
         return False  # another package's object that an ember module imported
     if isinstance(obj, type):
         return issubclass(obj, Tensor) or callable(getattr(obj, "__ember_setstate__", None))
-    return _is_function(obj) and not any(part.startswith("_") for part in qualname.split("."))
+    return (_is_function(obj) and module.startswith(_EMBER_FUNCTION_MODULES)
+            and not any(part.startswith("_") for part in qualname.split(".")))
 
 
 class Refused(Exception):
@@ -177,18 +182,21 @@ class Refused(Exception):
 
 
 def resolve(path, kind: str, weights_only: bool):
-    """The class (``kind='class'``) or class or function (``kind='global'``) that ``path`` names.
+    """What ``path`` names, as ``kind`` needs it; raises :class:`Refused` with the reason when it cannot be used.
 
-    Raises :class:`Refused` with the reason when it is malformed, not allowed,
-    not found or not of that kind.
+    ``kind`` is ``'object'`` (a class to make an instance of from attributes:
+    not a tensor class, and without a finalizer, ``__del__``, that would run
+    on the file's attributes, unless the user allowed it), ``'tensor'`` (a
+    tensor class) or ``'global'`` (a class or function, referred to only).
     """
     if not isinstance(path, str) or len(path) > _MAX_PATH or not _PATH.fullmatch(path):
         raise Refused(f"{path!r:.100} is not an import path of the form 'package.module:Name'")
     module, qualname = path.split(":")
     dotted = f"{module}.{qualname}"
-    if _dunder(qualname) or any(p.startswith("__") for p in module.split(".") if module != "__main__"):
+    if _dunder(qualname) or (module != "__main__" and any(p.startswith("__") for p in module.split("."))):
         raise Refused(f"{dotted} names a dunder attribute, which no checkpoint may name")
-    if dotted in _USER:
+    user = dotted in _USER
+    if user:
         obj = _USER[dotted][0]
     elif weights_only and not _in_ember(module):
         raise Refused(_not_allowed(dotted))
@@ -198,10 +206,18 @@ def resolve(path, kind: str, weights_only: bool):
             raise Refused(f"{dotted} was not found: module {module!r} has no {qualname!r}")
         if weights_only and not _ember_default(obj, module, qualname):
             raise Refused(_not_allowed(dotted))
-    if kind == "class" and not isinstance(obj, type):
+    if kind != "global" and not isinstance(obj, type):
         raise Refused(f"{dotted} is a {type(obj).__name__}, not a class: only classes are rebuilt from a file")
     if not (isinstance(obj, type) or _is_function(obj)):
         raise Refused(f"{dotted} is a {type(obj).__name__}, neither a class nor a function")
+    if kind == "tensor" and not issubclass(obj, Tensor):
+        raise Refused(f"{dotted} is not a tensor class, which a tensor node must name")
+    if kind == "object" and issubclass(obj, Tensor):
+        raise Refused(f"{dotted} is a tensor class, which only a tensor node may name")
+    if kind == "object" and not user and getattr(obj, "__del__", None) is not None:
+        raise Refused(f"{dotted} has a finalizer (__del__), which would run on attributes from the file when the "
+                      f"object is freed; if you trust it, allow it with ember.serialization.add_safe_globals"
+                      f"([{dotted}])")
     return obj
 
 

@@ -171,13 +171,13 @@ class Encoder:
         cls = type(obj)
         if isinstance(obj, _NOT_DATA):
             raise TypeError(f"cannot save {where}: a {cls.__name__} is not data")
-        name = global_path(cls, where)
         getstate = getattr(cls, "__ember_getstate__", None)
         state = getstate(obj) if getstate is not None else getattr(obj, "__dict__", None)
         if not isinstance(state, dict):
             raise TypeError(f"cannot save {where} of type {cls.__module__}.{cls.__qualname__}: ember.save stores "
                             "an object as its attributes (its __dict__), and this one has none; give the class "
                             "__ember_getstate__() returning a dict of attributes and __ember_setstate__(state)")
+        name = global_path(cls, where)
         for key in state:
             if not isinstance(key, str) or (key.startswith("__") and key.endswith("__")):
                 raise TypeError(f"cannot save {where}: attribute name {key!r} is not a plain name (a str, not a "
