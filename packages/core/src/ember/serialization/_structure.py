@@ -48,7 +48,7 @@ __all__ = ["Encoder", "MAX_DEPTH", "FACTORIES"]
 
 #: how deep containers and objects may nest in a checkpoint (a module inside a module counts 2: the object and
 #: its ``_modules`` dict)
-MAX_DEPTH = 200
+MAX_DEPTH = 100
 #: the ``default_factory`` a saved ``defaultdict`` may have
 FACTORIES = {"dict": dict, "list": list, "set": set, "int": int, "float": float, "str": str, "tuple": tuple,
              "OrderedDict": OrderedDict}
