@@ -8,7 +8,6 @@ import json
 import os
 import re
 import sys
-import textwrap
 from collections import Counter, OrderedDict, defaultdict
 
 import numpy as np
@@ -194,6 +193,9 @@ def test_what_cannot_be_stored_is_a_clear_error(tmp_path):
     loop.me = [loop]
     with pytest.raises(ValueError, match=r"cannot save entry me\.0: it contains itself"):
         ember.save(loop, tmp_path / "x.safetensors")
+    impostor = type("MyNet", (), {"__module__": MyNet.__module__})  # not the class its module holds as MyNet
+    with pytest.raises(TypeError, match=r"MyNet names another object"):
+        ember.save({"x": impostor()}, tmp_path / "x.safetensors")
     nested: list = []
     for _ in range(MAX_DEPTH):
         nested = [nested]

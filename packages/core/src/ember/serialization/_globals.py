@@ -126,8 +126,10 @@ def _dotted(obj) -> str:
 def global_path(obj, where: str) -> str:
     """The ``"module:Qualname"`` a checkpoint names ``obj`` (a class or function) by; ``TypeError`` if it has none.
 
-    A lambda, a function or class defined inside a function, or one whose
-    module does not hold it under its name cannot be found again by name.
+    A lambda, or a function or class defined inside a function, cannot be
+    found again by name, nor one whose module holds another object under its
+    name. (One its module does not hold at all, made in a doctest say, can be
+    loaded where :func:`add_safe_globals` allows it by name.)
     """
     module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
     path = f"{module}:{qualname}"
@@ -136,9 +138,9 @@ def global_path(obj, where: str) -> str:
                         "class defined inside a function); ember.save stores classes and functions by import path, "
                         "so use one defined at module level")
     found = _lookup(sys.modules.get(module), qualname)
-    if found is not obj:
-        raise TypeError(f"cannot save {where}: {module}.{qualname} does not name {obj!r} (ember.save stores "
-                        "classes and functions by import path)")
+    if found is not None and found is not obj:  # (one its module does not hold can still be allowed by name)
+        raise TypeError(f"cannot save {where}: {module}.{qualname} names another object than {obj!r} (ember.save "
+                        "stores classes and functions by import path)")
     return path
 
 
