@@ -152,7 +152,8 @@ class Decoder:
     def _ref(self, n):
         obj = self._objects.get(n) if type(n) is int else None
         if obj is None:
-            self._bad(f"{{'ref': {n!r:.20}}} refers to no object defined before it")
+            self._bad(f"{{'ref': {n!r:.20}}} refers to no object defined before it (with keys=, load the entry "
+                      "that holds that object too)")
         if obj is _BUILDING:
             self._refuse(f"the structure has a cycle: object {n} contains itself (ember checkpoints are trees in "
                          "which an object may be shared but never nested in itself)")

@@ -106,7 +106,7 @@ class Module(StateDictMixin, HooksMixin):
         Registered hooks are left out with a warning; register them again after loading.
         """
         hooks = _no_hooks()
-        dropped = [name for name in hooks if self.__dict__.get(name)]
+        dropped = [name for name in hooks if name.endswith("hooks") and self.__dict__.get(name)]
         if dropped:
             warnings.warn(f"ember.save: the hooks of this {type(self).__name__} ({', '.join(dropped)}) are not "
                           "saved (a checkpoint holds data, not code); register them again after loading",
