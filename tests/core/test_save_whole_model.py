@@ -4,6 +4,7 @@ The structure lives in the safetensors metadata as data (class import paths and 
 objects only from ember's classes and those allowed with ember.serialization.add_safe_globals, unless
 weights_only=False. Hostile files (hand-made below) are refused with CheckpointError, and planted payloads never run.
 """
+import functools
 import json
 import os
 import re
@@ -41,6 +42,10 @@ class MyNet(nn.Module):
 
     def forward(self, x):
         return self.head(self.act(self.body(self.emb(x).mean(1)))) * self.scale
+
+
+class Slotted:
+    __slots__ = ("x",)
 
 
 def ember_only_model():
@@ -193,6 +198,10 @@ def test_what_cannot_be_stored_is_a_clear_error(tmp_path):
     loop.me = [loop]
     with pytest.raises(ValueError, match=r"cannot save entry me\.0: it contains itself"):
         ember.save(loop, tmp_path / "x.safetensors")
+    with pytest.raises(TypeError, match=r"entry fn of type functools\.partial: a built-in type"):
+        ember.save({"fn": functools.partial(F.relu)}, tmp_path / "x.safetensors")
+    with pytest.raises(TypeError, match=r"entry Slotted of type .*Slotted: .*has none"):
+        ember.save({"Slotted": Slotted()}, tmp_path / "x.safetensors")
     impostor = type("MyNet", (), {"__module__": MyNet.__module__})  # not the class its module holds as MyNet
     with pytest.raises(TypeError, match=r"MyNet names another object"):
         ember.save({"x": impostor()}, tmp_path / "x.safetensors")

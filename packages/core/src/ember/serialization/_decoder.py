@@ -23,7 +23,7 @@ from .._sibling_api import share_storage
 from .._size import Size
 from ..errors import CheckpointError
 from ._globals import Refused, resolve
-from ._structure import FACTORIES, MAX_DEPTH
+from ._structure import FACTORIES, MAX_DEPTH, defined_in_python
 
 __all__ = ["Decoder", "references", "select"]
 
@@ -31,7 +31,6 @@ _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 _V1_CONTAINERS = ("list", "tuple", "dict", "odict")
 _V2_CONTAINERS = ("set", "frozenset", "counter")
 _STORED = ("tensor", "ndarray", "npscalar")
-_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class defined in Python, not a built-in type
 _BUILDING = object()  # the entry of an object whose attributes are being rebuilt
 
 
@@ -178,7 +177,7 @@ class Decoder:
     def _build(self, cls, state):
         """An instance of ``cls`` with attributes ``state``: no ``__new__``/``__init__`` of ``cls`` runs."""
         name = f"{cls.__module__}.{cls.__qualname__}"
-        base = next(b for b in cls.__mro__ if not b.__flags__ & _HEAPTYPE)
+        base = next(b for b in cls.__mro__ if not defined_in_python(b))
         try:
             obj = object.__new__(cls) if base is object else base.__new__(cls)
             setstate = getattr(cls, "__ember_setstate__", None)  # the class's own: the file cannot name a method

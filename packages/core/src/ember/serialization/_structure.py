@@ -44,7 +44,7 @@ from .._size import Size
 from .._tensor import Tensor
 from ._globals import global_path
 
-__all__ = ["Encoder", "MAX_DEPTH", "FACTORIES"]
+__all__ = ["Encoder", "MAX_DEPTH", "FACTORIES", "defined_in_python"]
 
 #: how deep containers and objects may nest in a checkpoint (a module inside a module counts 2: the object and
 #: its ``_modules`` dict)
@@ -57,6 +57,11 @@ _SCALAR_KEYS = (bool, int, float, str, tuple)
 #: values that are code or operating-system state, never data
 _NOT_DATA = (types.ModuleType, types.MethodType, types.BuiltinMethodType, types.GeneratorType, types.CodeType,
              types.FrameType, types.CoroutineType, types.AsyncGeneratorType, types.TracebackType)
+
+
+def defined_in_python(cls) -> bool:
+    """Whether ``cls`` is a class statement's (a mutable heap type), not a built-in or extension type."""
+    return bool(cls.__flags__ & (1 << 9)) and not cls.__flags__ & (1 << 8)  # HEAPTYPE, not IMMUTABLETYPE
 
 
 class Encoder:
@@ -171,6 +176,10 @@ class Encoder:
         cls = type(obj)
         if isinstance(obj, _NOT_DATA):
             raise TypeError(f"cannot save {where}: a {cls.__name__} is not data")
+        if not defined_in_python(cls):
+            raise TypeError(f"cannot save {where} of type {cls.__module__}.{cls.__qualname__}: a built-in type keeps "
+                            "its state where ember.save cannot see it (only instances of classes defined in Python "
+                            "are stored, as their attributes)")
         getstate = getattr(cls, "__ember_getstate__", None)
         state = getstate(obj) if getstate is not None else getattr(obj, "__dict__", None)
         if not isinstance(state, dict):

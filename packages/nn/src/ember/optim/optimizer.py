@@ -149,7 +149,7 @@ class Optimizer:
     def __ember_getstate__(self) -> dict:
         """What ``ember.save`` stores: the attributes but hooks (code; left out with a warning) and scratch space."""
         hooks = _no_hooks()
-        dropped = [name for name in hooks if name.endswith("hooks") and self.__dict__.get(name)]
+        dropped = [name for name in hooks if self.__dict__.get(name)]
         if dropped:
             warnings.warn(f"ember.save: the hooks of this {type(self).__name__} ({', '.join(dropped)}) are not "
                           "saved (a checkpoint holds data, not code); register them again after loading",
