@@ -1560,8 +1560,24 @@ def load(f: Any, map_location: Any = ..., *, keys: Any = ..., weights_only: buil
     (top-level keys, or dotted paths through nested dicts such as
     ``'model_state_dict.fc.weight'``; a prefix such as ``'fc'`` takes
     ``'fc.weight'`` and ``'fc.bias'``) without reading the other tensors' bytes.
-    ``weights_only`` is accepted for PyTorch compatibility and changes
-    nothing: ember files never hold code, so loading is always weights-only.
+
+    Objects are rebuilt without running anything from the file: no pickle, no
+    ``eval``, no ``__reduce__``, ``__init__`` or ``__setstate__``. An object is
+    made with its class's built-in ``__new__`` and its attributes are put into
+    its ``__dict__``, or handed to its class's ``__ember_setstate__(state)``
+    where it declares one (ember's modules do: they start with no hooks).
+    With ``weights_only=True`` (the default, as in PyTorch 2.6+) a class or
+    function the file names is only looked up on an allow-list: ember's own
+    (its ``nn`` modules, ``optim`` optimizers and schedulers, tensor classes,
+    public functions) and what :func:`add_safe_globals` or
+    :class:`safe_globals` allow; anything else is refused with a
+    :class:`~ember.errors.CheckpointError` naming it and how to allow it.
+    ``weights_only=False`` looks up any class or function the file names,
+    importing its module, which runs that module's code: use it only for
+    files from a trusted source, exactly as PyTorch warns. In both modes a
+    name that is not a class where an object is made (``os.system``), a
+    dunder attribute, a cycle or nesting deeper than :data:`MAX_DEPTH` is
+    refused.
 
     Any problem with the file (truncated, corrupted, not safetensors, a PyTorch
     pickle) raises :class:`ember.errors.CheckpointError` naming the file.
@@ -2493,7 +2509,7 @@ def rsub(input: Tensor, other: Tensor | builtins.float, *, alpha: builtins.float
 
 # ember.serialization
 def save(obj: Any, f: Any) -> None:
-    """Save ``obj`` (tensors, NumPy arrays and plain values in nested dicts, lists and tuples) to ``f``.
+    """Save ``obj`` (a model, an optimizer, tensors, plain values, in nested dicts, lists, tuples, sets) to ``f``.
 
     ``f`` is a path or a writable binary file object. Writing to a path is
     atomic: the data goes to a temporary file in the same directory, which is
@@ -2503,8 +2519,20 @@ def save(obj: Any, f: Any) -> None:
     tensor object. Views of one memory block with different layouts (``w``
     and ``w.T``, the chunks of one tensor) are stored once too, as the block's
     span under the first view's key, and load as arrays sharing memory. As in
-    PyTorch, ``requires_grad`` is not stored, and a Parameter loads as a plain
-    tensor.
+    PyTorch, ``requires_grad`` is stored (not ``.grad``) and a Parameter loads
+    as a Parameter.
+
+    Any other object (``ember.save(model, path)``, ``ember.save({'model':
+    model, 'optimizer': opt, 'epoch': 3}, path)``) is stored as its class's
+    import path and its attributes: its ``__dict__``, or what its class's
+    ``__ember_getstate__()`` returns, recursively (a module's submodules, its
+    parameters under their state-dict names). An object met twice (a shared
+    submodule, the optimizer a scheduler holds) is stored once and loads as
+    one object. Classes and functions an object holds are stored by import
+    path; lambdas and local functions cannot be (a ``TypeError`` names the
+    entry). A module's hooks are not saved (a ``UserWarning`` says so): a
+    checkpoint holds data, not code. An object that contains itself, or
+    nesting deeper than :data:`MAX_DEPTH` levels, is a ``ValueError``.
 
     >>> import io, ember
     >>> w = ember.ones(2, 2)
@@ -2512,6 +2540,9 @@ def save(obj: Any, f: Any) -> None:
     >>> d = ember.load(buf)
     >>> d['a'] is d['b']
     True
+    >>> buf = io.BytesIO(); ember.save(ember.nn.Linear(2, 1), buf); _ = buf.seek(0)
+    >>> ember.load(buf)
+    Linear(in_features=2, out_features=1, bias=True)
     """
 
 # ember.ops.creation

@@ -3,8 +3,13 @@
 Tensors go into the file under flat dotted keys (a plain ``state_dict`` under
 exactly its own keys, so the file is the one
 ``safetensors.torch.save_file(model.state_dict(), path)`` writes); everything
-else (dicts, lists, tuples, numbers, strings, None) goes as JSON into the
-file's metadata, under the key ``"ember"``. No pickle is involved anywhere.
+else (dicts, lists, tuples, sets, numbers, strings, None, dtypes, devices,
+``ember.Size``, and whole objects: modules, optimizers, schedulers) goes as
+JSON into the file's metadata, under the key ``"ember"``. No pickle is
+involved anywhere: an object is stored as its class's import path and its
+attributes, and rebuilt on load only from classes on an allow-list (ember's
+own and those given to :func:`add_safe_globals`), as PyTorch's
+``weights_only`` loading does.
 
 >>> import io, ember
 >>> buf = io.BytesIO()
@@ -26,17 +31,21 @@ from .._device import device as _device_cls
 from ..errors import CheckpointError
 from ..ops.creation import from_numpy
 from . import _format
-from ._structure import Decoder, Encoder, references, select
+from ._decoder import Decoder, references, select
+from ._globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
+from ._structure import MAX_DEPTH, Encoder
 from .atomic import write_atomically
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
+           "MAX_DEPTH"]
 
 _META_KEY = "ember"
-_VERSION = 1
+#: the format versions this ember reads; it writes the lowest one that holds what is saved
+_VERSIONS = (1, 2)
 
 
 def save(obj, f) -> None:
-    """Save ``obj`` (tensors, NumPy arrays and plain values in nested dicts, lists and tuples) to ``f``.
+    """Save ``obj`` (a model, an optimizer, tensors, plain values, in nested dicts, lists, tuples, sets) to ``f``.
 
     ``f`` is a path or a writable binary file object. Writing to a path is
     atomic: the data goes to a temporary file in the same directory, which is
@@ -46,8 +55,20 @@ def save(obj, f) -> None:
     tensor object. Views of one memory block with different layouts (``w``
     and ``w.T``, the chunks of one tensor) are stored once too, as the block's
     span under the first view's key, and load as arrays sharing memory. As in
-    PyTorch, ``requires_grad`` is not stored, and a Parameter loads as a plain
-    tensor.
+    PyTorch, ``requires_grad`` is stored (not ``.grad``) and a Parameter loads
+    as a Parameter.
+
+    Any other object (``ember.save(model, path)``, ``ember.save({'model':
+    model, 'optimizer': opt, 'epoch': 3}, path)``) is stored as its class's
+    import path and its attributes: its ``__dict__``, or what its class's
+    ``__ember_getstate__()`` returns, recursively (a module's submodules, its
+    parameters under their state-dict names). An object met twice (a shared
+    submodule, the optimizer a scheduler holds) is stored once and loads as
+    one object. Classes and functions an object holds are stored by import
+    path; lambdas and local functions cannot be (a ``TypeError`` names the
+    entry). A module's hooks are not saved (a ``UserWarning`` says so): a
+    checkpoint holds data, not code. An object that contains itself, or
+    nesting deeper than :data:`MAX_DEPTH` levels, is a ``ValueError``.
 
     >>> import io, ember
     >>> w = ember.ones(2, 2)
@@ -55,11 +76,14 @@ def save(obj, f) -> None:
     >>> d = ember.load(buf)
     >>> d['a'] is d['b']
     True
+    >>> buf = io.BytesIO(); ember.save(ember.nn.Linear(2, 1), buf); _ = buf.seek(0)
+    >>> ember.load(buf)
+    Linear(in_features=2, out_features=1, bias=True)
     """
     enc = Encoder()
     root = enc.encode(obj)
     arrays = enc.finish()
-    meta = {_META_KEY: json.dumps({"version": _VERSION, "root": root}, separators=(",", ":"), allow_nan=False)}
+    meta = {_META_KEY: json.dumps({"version": enc.version, "root": root}, separators=(",", ":"), allow_nan=False)}
     if isinstance(f, (str, bytes, os.PathLike)):
         write_atomically(os.fspath(f), lambda out: _format.write_file(out, arrays, meta))
     else:
@@ -78,8 +102,24 @@ def load(f, map_location=None, *, keys=None, weights_only=True):
     (top-level keys, or dotted paths through nested dicts such as
     ``'model_state_dict.fc.weight'``; a prefix such as ``'fc'`` takes
     ``'fc.weight'`` and ``'fc.bias'``) without reading the other tensors' bytes.
-    ``weights_only`` is accepted for PyTorch compatibility and changes
-    nothing: ember files never hold code, so loading is always weights-only.
+
+    Objects are rebuilt without running anything from the file: no pickle, no
+    ``eval``, no ``__reduce__``, ``__init__`` or ``__setstate__``. An object is
+    made with its class's built-in ``__new__`` and its attributes are put into
+    its ``__dict__``, or handed to its class's ``__ember_setstate__(state)``
+    where it declares one (ember's modules do: they start with no hooks).
+    With ``weights_only=True`` (the default, as in PyTorch 2.6+) a class or
+    function the file names is only looked up on an allow-list: ember's own
+    (its ``nn`` modules, ``optim`` optimizers and schedulers, tensor classes,
+    public functions) and what :func:`add_safe_globals` or
+    :class:`safe_globals` allow; anything else is refused with a
+    :class:`~ember.errors.CheckpointError` naming it and how to allow it.
+    ``weights_only=False`` looks up any class or function the file names,
+    importing its module, which runs that module's code: use it only for
+    files from a trusted source, exactly as PyTorch warns. In both modes a
+    name that is not a class where an object is made (``os.system``), a
+    dunder attribute, a cycle or nesting deeper than :data:`MAX_DEPTH` is
+    refused.
 
     Any problem with the file (truncated, corrupted, not safetensors, a PyTorch
     pickle) raises :class:`ember.errors.CheckpointError` naming the file.
@@ -98,14 +138,14 @@ def load(f, map_location=None, *, keys=None, weights_only=True):
         except IsADirectoryError:
             raise CheckpointError(f"cannot load {where}: it is a directory, not a safetensors file") from None
         with handle:
-            return _load(handle, os.fstat(handle.fileno()).st_size, where, map_location, keys)
+            return _load(handle, os.fstat(handle.fileno()).st_size, where, map_location, keys, weights_only)
     if not hasattr(f, "read"):
         raise TypeError(f"ember.load expects a path or a binary file object, got {type(f).__name__}")
     where = repr(getattr(f, "name", None) or f"<{type(f).__name__}>")
     start = f.tell()
     size = f.seek(0, io.SEEK_END) - start
     f.seek(start)
-    return _load(_Offset(f, start), size, where, map_location, keys)
+    return _load(_Offset(f, start), size, where, map_location, keys, weights_only)
 
 
 class _Offset:
@@ -128,7 +168,7 @@ class _Offset:
         return self._f.seek(self._start + pos)
 
 
-def _load(f, size, where, map_location, keys):
+def _load(f, size, where, map_location, keys, weights_only):
     entries, metadata = _format.read_header(f, size, where)
     place = _placer(map_location)
 
@@ -151,9 +191,9 @@ def _load(f, size, where, map_location, keys):
 
     meta = metadata.get(_META_KEY)
     if meta is None:  # a plain safetensors file: a flat dict of tensors
-        root = {"dict": [[name, {"tensor": name}] for name in entries]}
+        version, root = 1, {"dict": [[name, {"tensor": name}] for name in entries]}
     else:
-        root = _parse_meta(meta, where)
+        version, root = _parse_meta(meta, where)
         unused = set(entries) - references(root, set())
         if unused:
             raise CheckpointError(f"cannot load {where}: the ember metadata does not match the file: tensor "
@@ -161,7 +201,7 @@ def _load(f, size, where, map_location, keys):
     try:
         if keys is not None:
             root = select(root, [keys] if isinstance(keys, str) else keys, where)
-        return Decoder(fetch, entries, where).decode(root)
+        return Decoder(fetch, entries, where, version, weights_only is not False).decode(root)
     except RecursionError:
         raise CheckpointError(f"cannot load {where}: the ember metadata is nested too deeply") from None
 
@@ -170,13 +210,18 @@ def _parse_meta(meta, where):
     try:
         doc = json.loads(meta)
     except (ValueError, RecursionError) as exc:
+        if isinstance(exc, RecursionError):
+            raise CheckpointError(f"cannot load {where}: the ember metadata nests too deeply to parse (ember "
+                                  f"checkpoints nest at most {MAX_DEPTH} levels)") from None
         raise CheckpointError(f"cannot load {where}: the ember metadata is not valid JSON ({exc})") from None
     if not isinstance(doc, dict) or "root" not in doc:
         raise CheckpointError(f"cannot load {where}: the ember metadata is not an object with a 'root'")
-    if doc.get("version") != _VERSION:
-        raise CheckpointError(f"cannot load {where}: ember checkpoint format version {doc.get('version')!r:.20} "
-                              f"is not supported (this ember reads version {_VERSION}); upgrade ember")
-    return doc["root"]
+    version = doc.get("version")
+    if type(version) is not int or version not in _VERSIONS:
+        raise CheckpointError(f"cannot load {where}: ember checkpoint format version {version!r:.20} is not "
+                              f"supported (this ember reads versions {', '.join(map(str, _VERSIONS))}); upgrade "
+                              "ember")
+    return version, doc["root"]
 
 
 def _placer(map_location):

@@ -10,23 +10,58 @@ strings stand for themselves; everything else is an object with one tag:
 - ``{"tensor": name, "device": "cpu"}``, ``{"ndarray": name}``,
   ``{"npscalar": name}``: data stored in the file under ``name``;
 - ``{"dtype": "float32"}``, ``{"device": "cpu:1"}``.
+
+Version 2 (written only when one of these is needed, so that a plain
+checkpoint stays readable by version-1 readers) adds:
+
+- ``{"set": [...]}``, ``{"frozenset": [...]}``, ``{"size": [2, 3]}``
+  (``ember.Size``), ``{"counter": [[key, value], ...]}``,
+  ``{"defaultdict": [[key, value], ...], "factory": "dict"}`` (the factory one
+  of :data:`FACTORIES`);
+- on a tensor node, ``"class": "ember.nn.parameter:Parameter"`` (a tensor
+  subclass) and ``"requires_grad": true``;
+- ``{"global": "package.module:Name"}``: a class or function, by import path;
+- ``{"object": "package.module:Name", "id": n, "attrs": {name: node}}``: an
+  instance, as its class's import path and its attributes (its ``__dict__``,
+  or what the class's ``__ember_getstate__`` returns);
+  ``{"ref": n}``: the same instance again (shared submodules, the optimizer's
+  scheduler), always after the object node it refers to.
+
+Containers and objects nest at most :data:`MAX_DEPTH` levels deep, and never
+contain themselves (a cycle is refused when saving and when loading).
 """
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
+import types
+from collections import Counter, OrderedDict, defaultdict
 
 import numpy as np
 
 from .. import _dtype as dt
 from .._device import device as _device_cls
+from .._size import Size
 from .._tensor import Tensor
-from ..errors import CheckpointError
+from ._globals import global_path
 
-__all__ = ["Encoder", "Decoder", "select"]
+__all__ = ["Encoder", "MAX_DEPTH", "FACTORIES", "defined_in_python"]
 
-_NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
-_CONTAINERS = ("list", "tuple", "dict", "odict")
+#: how deep containers and objects may nest in a checkpoint (a module inside a module counts 2: the object and
+#: its ``_modules`` dict)
+MAX_DEPTH = 100
+#: the ``default_factory`` a saved ``defaultdict`` may have
+FACTORIES = {"dict": dict, "list": list, "set": set, "int": int, "float": float, "str": str, "tuple": tuple,
+             "OrderedDict": OrderedDict}
+_FACTORY_NAMES = {v: k for k, v in FACTORIES.items()}
+_SCALAR_KEYS = (bool, int, float, str, tuple)
+#: values that are code or operating-system state, never data
+_NOT_DATA = (types.ModuleType, types.MethodType, types.BuiltinMethodType, types.GeneratorType, types.CodeType,
+             types.FrameType, types.CoroutineType, types.AsyncGeneratorType, types.TracebackType)
+
+
+def defined_in_python(cls) -> bool:
+    """Whether ``cls`` is a class statement's (a mutable heap type), not a built-in or extension type."""
+    return bool(cls.__flags__ & (1 << 9)) and not cls.__flags__ & (1 << 8)  # HEAPTYPE, not IMMUTABLETYPE
 
 
 class Encoder:
@@ -34,15 +69,23 @@ class Encoder:
 
     Tensors are named by their dotted path (``model_state_dict.fc.weight``);
     a tensor whose storage and layout another one already has (the same tensor
-    twice, tied weights) is stored once and referenced by both.
+    twice, tied weights) is stored once and referenced by both. An object's
+    private attributes that hold dicts add no name to the path, so a module's
+    tensors get their state-dict names (``fc.weight``, not
+    ``_modules.fc._parameters.weight``). :attr:`version` is the format version
+    the tree needs.
     """
 
     def __init__(self):
         self.arrays: dict = {}
+        self.version = 1
         self._seen: dict = {}    # identity of the data -> file key
         self._keep = []          # arrays whose id() is part of an identity stay alive while encoding
         self._nodes: dict = {}   # file key -> the nodes that refer to it
         self._roots: dict = {}   # (kind, id of the array owning the memory) -> file keys of views into it
+        self._objects: dict = {}  # id of an object already stored -> its node id
+        self._active: dict = {}  # id of each container and object being encoded (the path down to here)
+        self._next_id = 0
 
     def encode(self, obj, path=()):
         if obj is None or isinstance(obj, (bool, str)):
@@ -54,8 +97,7 @@ class Encoder:
                 return float(obj)
             return {"float": "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")}
         if isinstance(obj, Tensor):
-            arr = obj.detach().numpy(force=True)
-            return self._node({"tensor": self._store("tensor", obj._data, arr, path), "device": str(obj.device)})
+            return self._tensor(obj, path)
         if isinstance(obj, np.ndarray):
             if obj.dtype == object:
                 raise TypeError(f"cannot save {_where(path)}: NumPy arrays of dtype object are not data")
@@ -66,18 +108,102 @@ class Encoder:
             return {"dtype": obj.name}
         if isinstance(obj, _device_cls):
             return {"device": str(obj)}
+        if isinstance(obj, Size):
+            self.version = 2
+            return {"size": [int(n) for n in obj]}
+        if isinstance(obj, (dict, list, tuple, set, frozenset)):
+            self._enter(obj, path)
+            try:
+                return self._container(obj, path)
+            finally:
+                del self._active[id(obj)]
+        if isinstance(obj, type) or isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)):
+            self.version = 2
+            return {"global": global_path(obj, _where(path))}
+        return self._object(obj, path)
+
+    def _enter(self, obj, path):
+        if id(obj) in self._active:
+            raise ValueError(f"cannot save {_where(path)}: it contains itself (a cycle); ember.save stores trees "
+                             "of containers and objects, in which an object may appear more than once but never "
+                             "inside itself")
+        if len(self._active) >= MAX_DEPTH:
+            raise ValueError(f"cannot save {_where(path)}: containers and objects nest more than {MAX_DEPTH} "
+                             "levels deep, more than ember.load accepts")
+        self._active[id(obj)] = obj
+
+    def _container(self, obj, path):
         if isinstance(obj, dict):
-            for k in obj:
-                if not (k is None or isinstance(k, (bool, int, float, str, tuple))):
-                    raise TypeError(f"cannot save {_where(path)}: dict keys must be strings, numbers, None or "
-                                    f"tuples of them, got {type(k).__name__}")
-            tag = "odict" if isinstance(obj, OrderedDict) else "dict"
-            return {tag: [[self.encode(k, path + ("<key>",)), self.encode(v, path + (k,))] for k, v in obj.items()]}
+            if isinstance(obj, Counter):
+                self.version = 2
+                return {"counter": self._items(obj, path)}
+            if isinstance(obj, defaultdict) and obj.default_factory in _FACTORY_NAMES:
+                self.version = 2
+                return {"defaultdict": self._items(obj, path), "factory": _FACTORY_NAMES[obj.default_factory]}
+            return {"odict" if isinstance(obj, OrderedDict) else "dict": self._items(obj, path)}
         if isinstance(obj, (list, tuple)):
-            tag = "list" if isinstance(obj, list) else "tuple"  # ember.Size and namedtuples come back as tuples
+            tag = "list" if isinstance(obj, list) else "tuple"  # namedtuples come back as tuples
             return {tag: [self.encode(v, path + (i,)) for i, v in enumerate(obj)]}
-        raise TypeError(f"cannot save {_where(path)} of type {type(obj).__name__}: ember.save stores tensors, "
-                        "NumPy arrays, numbers, strings, bools, None, and dicts, lists and tuples of them")
+        self.version = 2
+        return {"set" if isinstance(obj, set) else "frozenset": [self.encode(v, path + (i,))
+                                                                 for i, v in enumerate(obj)]}
+
+    def _items(self, obj, path):
+        out = []
+        for i, (k, v) in enumerate(obj.items()):
+            if k is not None and not isinstance(k, _SCALAR_KEYS):
+                self.version = 2  # a tensor or object key (an optimizer's state is keyed by its parameters)
+            step = k if k is None or isinstance(k, _SCALAR_KEYS) else f"#{i}"
+            out.append([self.encode(k, path + (f"<key{i}>",)), self.encode(v, path + (step,))])
+        return out
+
+    def _tensor(self, obj, path):
+        arr = obj.detach().numpy(force=True)
+        node = self._node({"tensor": self._store("tensor", obj._data, arr, path), "device": str(obj.device)})
+        if type(obj) is not Tensor:
+            self.version = 2
+            node["class"] = global_path(type(obj), _where(path))
+        if obj.requires_grad:
+            self.version = 2
+            node["requires_grad"] = True
+        return node
+
+    def _object(self, obj, path):
+        done = self._objects.get(id(obj))
+        if done is not None:
+            return {"ref": done}
+        where = _where(path)
+        cls = type(obj)
+        if isinstance(obj, _NOT_DATA):
+            raise TypeError(f"cannot save {where}: a {cls.__name__} is not data")
+        if not defined_in_python(cls):
+            raise TypeError(f"cannot save {where} of type {cls.__module__}.{cls.__qualname__}: a built-in type keeps "
+                            "its state where ember.save cannot see it (only instances of classes defined in Python "
+                            "are stored, as their attributes)")
+        getstate = getattr(cls, "__ember_getstate__", None)
+        state = getstate(obj) if getstate is not None else getattr(obj, "__dict__", None)
+        if not isinstance(state, dict):
+            raise TypeError(f"cannot save {where} of type {cls.__module__}.{cls.__qualname__}: ember.save stores "
+                            "an object as its attributes (its __dict__), and this one has none; give the class "
+                            "__ember_getstate__() returning a dict of attributes and __ember_setstate__(state)")
+        name = global_path(cls, where)
+        for key in state:
+            if not isinstance(key, str) or (key.startswith("__") and key.endswith("__")):
+                raise TypeError(f"cannot save {where}: attribute name {key!r} is not a plain name (a str, not a "
+                                "dunder)")
+        self.version = 2
+        self._enter(obj, path)
+        try:
+            node_id = self._next_id
+            self._next_id += 1
+            attrs = {key: self.encode(value, path if key.startswith("_") and isinstance(value, dict)
+                                      else path + (key,))
+                     for key, value in state.items()}
+        finally:
+            del self._active[id(obj)]
+        self._keep.append(obj)
+        self._objects[id(obj)] = node_id
+        return {"object": name, "id": node_id, "attrs": attrs}
 
     def _store(self, kind, data, arr, path):
         ident = None
@@ -128,6 +254,7 @@ class Encoder:
         return self.arrays
 
 
+
 def _owner(arr: np.ndarray) -> np.ndarray:
     """The outermost NumPy array whose memory ``arr`` views."""
     while isinstance(arr.base, np.ndarray):
@@ -176,136 +303,3 @@ def _where(path) -> str:
     return "the object" if not path else "entry " + ".".join(str(p) for p in path)
 
 
-class Decoder:
-    """Rebuilds an object from a node tree; ``fetch(kind, name, device_str)`` makes each stored value once."""
-
-    def __init__(self, fetch, names, where):
-        self._fetch = fetch
-        self._names = names
-        self._where = where
-        self._made: dict = {}
-
-    def _bad(self, problem):
-        raise CheckpointError(f"cannot load {self._where}: the ember metadata does not match the file: {problem}")
-
-    def decode(self, node):
-        if node is None or isinstance(node, (bool, int, float, str)):
-            return node
-        if isinstance(node, list) or not isinstance(node, dict) or len(node) not in (1, 2, 3):
-            self._bad(f"unexpected node {node!r:.100}")
-        if "tensor" in node or "ndarray" in node or "npscalar" in node:
-            return self._stored(node)
-        if len(node) != 1:
-            self._bad(f"unexpected node {node!r:.100}")
-        (tag, value), = node.items()
-        if tag in _CONTAINERS:
-            if not isinstance(value, list):
-                self._bad(f"{tag} node holds {type(value).__name__}, expected a list")
-            if tag in ("list", "tuple"):
-                items = [self.decode(v) for v in value]
-                return items if tag == "list" else tuple(items)
-            out = OrderedDict() if tag == "odict" else {}
-            for pair in value:
-                if not isinstance(pair, list) or len(pair) != 2:
-                    self._bad(f"dict item {pair!r:.100} is not a [key, value] pair")
-                key, value = self.decode(pair[0]), self.decode(pair[1])
-                try:
-                    hash(key)
-                except TypeError:
-                    self._bad(f"dict key {key!r:.100} is not hashable")
-                out[key] = value
-            return out
-        if tag == "float" and isinstance(value, str) and value in _NONFINITE:
-            return _NONFINITE[value]
-        if tag == "dtype" and isinstance(value, str) and value in dt._BY_NAME:
-            return dt._BY_NAME[value]
-        if tag == "device" and isinstance(value, str):
-            try:
-                return _device_cls(value)
-            except (TypeError, ValueError) as exc:
-                self._bad(f"invalid device {value!r:.50}: {exc}")
-        self._bad(f"unexpected node {node!r:.100}")
-
-    def _stored(self, node):
-        kind = next(k for k in ("tensor", "ndarray", "npscalar") if k in node)
-        name = node[kind]
-        dev = node.get("device", "cpu")
-        view = node.get("view")
-        if set(node) - {kind, "device", "view"} or not isinstance(name, str) or not isinstance(dev, str):
-            self._bad(f"unexpected node {node!r:.100}")
-        if name not in self._names:
-            self._bad(f"it refers to tensor {name!r:.100}, which the file does not hold")
-        key = (kind, name, repr(view))
-        if key not in self._made:
-            self._made[key] = self._fetch(kind, name, dev, None if view is None else self._view(view, name))
-        return self._made[key]
-
-    def _view(self, view, name):
-        """A checked ``(offset, shape, strides)``: every element it reaches lies inside 1-D entry ``name``."""
-        entry = self._names[name]
-        ok = (isinstance(view, list) and len(view) == 3 and isinstance(view[1], list) and isinstance(view[2], list)
-              and len(view[1]) == len(view[2]) <= 32 and len(entry.shape) == 1
-              and all(type(v) is int for v in [view[0], *view[1], *view[2]]) and all(n >= 0 for n in view[1]))
-        if not ok:
-            self._bad(f"invalid view {view!r:.100} of tensor {name!r:.100}")
-        offset, shape, strides = view
-        if 0 not in shape:
-            low = offset + sum(min(0, (n - 1) * st) for n, st in zip(shape, strides))
-            high = offset + sum(max(0, (n - 1) * st) for n, st in zip(shape, strides))
-            if low < 0 or high >= entry.shape[0]:
-                self._bad(f"view {view!r:.100} reaches outside tensor {name!r:.100} of {entry.shape[0]} elements")
-        return offset, tuple(shape), tuple(strides)
-
-
-def references(node, out: set) -> set:
-    """The file keys a node tree refers to (validated later by :class:`Decoder`)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, dict):
-            for kind in ("tensor", "ndarray", "npscalar"):
-                if isinstance(n.get(kind), str):
-                    out.add(n[kind])
-            stack.extend(n.values())
-        elif isinstance(n, list):
-            stack.extend(n)
-    return out
-
-
-def select(node, keys, where):
-    """The part of a node tree that ``keys`` name, each a dict entry or a dotted path through nested dicts.
-
-    A key also takes the entries it is a dotted prefix of (``'fc'`` takes
-    ``'fc.weight'`` of a flat state dict); lists and tuples are kept whole.
-    """
-    wanted = [str(k) for k in keys]
-    found = set()
-
-    def prune(n, prefix):
-        if not (isinstance(n, dict) and len(n) == 1 and ("dict" in n or "odict" in n)):
-            return None
-        tag = "dict" if "dict" in n else "odict"
-        kept = []
-        for pair in n[tag]:
-            if not (isinstance(pair, list) and len(pair) == 2):
-                continue
-            k, v = pair
-            if isinstance(k, dict) or isinstance(k, list):
-                continue
-            path = f"{prefix}{k}"
-            hits = [w for w in wanted if path == w or path.startswith(w + ".")]  # 'fc' takes 'fc.weight' too
-            if hits:
-                found.update(hits)
-                kept.append(pair)
-            elif any(w.startswith(path + ".") for w in wanted):
-                sub = prune(v, path + ".")
-                if sub is not None:
-                    kept.append([k, sub])
-        return {tag: kept}
-
-    result = prune(node, "")
-    missing = [w for w in wanted if w not in found]
-    if missing:
-        raise KeyError(f"{where} has no entry {missing[0]!r} (keys= names top-level entries or dotted paths "
-                       f"through nested dicts, e.g. 'model_state_dict' or 'model_state_dict.fc.weight')")
-    return result

@@ -89,6 +89,14 @@ def _hooked_step(step):
     return wrapper
 
 
+def _no_hooks() -> dict:
+    """The step and state-dict hook registries of an optimizer without hooks."""
+    return {name: OrderedDict() for name in (
+        "_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+        "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
+        "_optimizer_load_state_dict_post_hooks")}
+
+
 class Optimizer:
     """Base class of all optimizers: holds parameter groups and per-parameter state.
 
@@ -122,12 +130,7 @@ class Optimizer:
 
     def __init__(self, params, defaults: dict):
         self.defaults = defaults
-        self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()
-        self._optimizer_step_post_hooks: OrderedDict = OrderedDict()
-        self._optimizer_state_dict_pre_hooks: OrderedDict = OrderedDict()
-        self._optimizer_state_dict_post_hooks: OrderedDict = OrderedDict()
-        self._optimizer_load_state_dict_pre_hooks: OrderedDict = OrderedDict()
-        self._optimizer_load_state_dict_post_hooks: OrderedDict = OrderedDict()
+        self.__dict__.update(_no_hooks())
         if isinstance(params, ember.Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             f"but got {_typename(params)}")
@@ -141,6 +144,38 @@ class Optimizer:
             param_groups = [{"params": param_groups}]
         for group in param_groups:
             self.add_param_group(group)
+
+    # -- whole-optimizer checkpoints (ember.save / ember.load) ----------------------------
+    def __ember_getstate__(self) -> dict:
+        """What ``ember.save`` stores: the attributes but hooks (code; left out with a warning) and scratch space."""
+        hooks = _no_hooks()
+        dropped = [name for name in hooks if self.__dict__.get(name)]
+        if dropped:
+            warnings.warn(f"ember.save: the hooks of this {type(self).__name__} ({', '.join(dropped)}) are not "
+                          "saved (a checkpoint holds data, not code); register them again after loading",
+                          UserWarning, stacklevel=2)
+        return {name: value for name, value in self.__dict__.items() if name not in hooks and name != "_scratch"}
+
+    def __ember_setstate__(self, state: dict) -> None:
+        """Restore an optimizer ``ember.load`` made (without ``__init__``): no hooks, fresh scratch space.
+
+        >>> import io, ember
+        >>> w = ember.nn.Parameter(ember.ones(2))
+        >>> buf = io.BytesIO(); ember.save(ember.optim.SGD([w], lr=0.5), buf); _ = buf.seek(0)
+        >>> ember.load(buf).param_groups[0]['lr']
+        0.5
+        """
+        groups = state.get("param_groups")
+        if not (isinstance(groups, list) and all(isinstance(g, dict) and isinstance(g.get("params"), list)
+                                                 for g in groups)):
+            raise TypeError(f"param_groups must be a list of dicts with a 'params' list, got {groups!r:.100}")
+        if not isinstance(state.get("state"), dict) or not isinstance(state.get("defaults"), dict):
+            raise TypeError("an optimizer needs 'state' and 'defaults' dicts")
+        self.__dict__.update(_no_hooks())
+        self.__dict__.update(state)
+        if not isinstance(self.state, defaultdict):
+            self.state = defaultdict(dict, self.state)
+        self._scratch = ScratchPool()
 
     # -- parameter groups ----------------------------------------------------------------
     def add_param_group(self, param_group: dict) -> None:

@@ -26,6 +26,7 @@ ember.Size([4, 2])
 """
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 
 import ember
@@ -63,6 +64,16 @@ def _addindent(text: str, spaces: int) -> str:
     return lines[0] + "\n" + "\n".join(pad + line for line in lines[1:])
 
 
+def _no_hooks() -> dict:
+    """The hook registries of a module without hooks (set by ``__init__``, and on a module ``ember.load`` made)."""
+    return dict(
+        _forward_pre_hooks=OrderedDict(), _forward_pre_hooks_with_kwargs={}, _forward_hooks=OrderedDict(),
+        _forward_hooks_with_kwargs={}, _forward_hooks_always_called={}, _backward_pre_hooks=OrderedDict(),
+        _backward_hooks=OrderedDict(), _is_full_backward_hook=None, _state_dict_pre_hooks=OrderedDict(),
+        _state_dict_hooks=OrderedDict(), _load_state_dict_pre_hooks=OrderedDict(),
+        _load_state_dict_post_hooks=OrderedDict(), _call_hook_ids={})
+
+
 class Module(StateDictMixin, HooksMixin):
     """Base class of every layer and model: subclass it, set layers in ``__init__``, compute in ``forward``.
 
@@ -83,15 +94,41 @@ class Module(StateDictMixin, HooksMixin):
         if not self.call_super_init and args:
             raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but "
                             f"{len(args) + 1} were given")
-        self.__dict__.update(
-            training=True, _parameters={}, _buffers={}, _non_persistent_buffers_set=set(), _modules={},
-            _forward_pre_hooks=OrderedDict(), _forward_pre_hooks_with_kwargs={}, _forward_hooks=OrderedDict(),
-            _forward_hooks_with_kwargs={}, _forward_hooks_always_called={}, _backward_pre_hooks=OrderedDict(),
-            _backward_hooks=OrderedDict(), _is_full_backward_hook=None, _state_dict_pre_hooks=OrderedDict(),
-            _state_dict_hooks=OrderedDict(), _load_state_dict_pre_hooks=OrderedDict(),
-            _load_state_dict_post_hooks=OrderedDict(), _call_hook_ids={})
+        self.__dict__.update(training=True, _parameters={}, _buffers={}, _non_persistent_buffers_set=set(),
+                             _modules={}, **_no_hooks())
         if self.call_super_init:
             super().__init__(*args, **kwargs)
+
+    # -- whole-module checkpoints (ember.save(model) / ember.load) ----------------------------------------------
+    def __ember_getstate__(self) -> dict:
+        """What ``ember.save`` stores of this module: its attributes, without hooks (code, not data).
+
+        Registered hooks are left out with a warning; register them again after loading.
+        """
+        hooks = _no_hooks()
+        dropped = [name for name in hooks if name.endswith("hooks") and self.__dict__.get(name)]
+        if dropped:
+            warnings.warn(f"ember.save: the hooks of this {type(self).__name__} ({', '.join(dropped)}) are not "
+                          "saved (a checkpoint holds data, not code); register them again after loading",
+                          UserWarning, stacklevel=2)
+        return {name: value for name, value in self.__dict__.items() if name not in hooks}
+
+    def __ember_setstate__(self, state: dict) -> None:
+        """Restore a module ``ember.load`` made (without ``__init__``) from its saved attributes; it has no hooks.
+
+        >>> import io, ember
+        >>> buf = io.BytesIO(); ember.save(ember.nn.Linear(2, 2).eval(), buf); _ = buf.seek(0)
+        >>> ember.load(buf).training
+        False
+        """
+        for name, kind in (("_parameters", Parameter), ("_buffers", Tensor), ("_modules", Module)):
+            registry = state.get(name)
+            if not isinstance(registry, dict) or not all(v is None or isinstance(v, kind) for v in registry.values()):
+                raise TypeError(f"{name} must be a dict of {kind.__name__}s, got {registry!r:.100}")
+        if not isinstance(state.get("training"), bool):
+            raise TypeError(f"training must be a bool, got {state.get('training')!r:.50}")
+        self.__dict__.update(_no_hooks())
+        self.__dict__.update(state)
 
     def forward(self, *args, **kwargs):
         """The computation; every subclass defines it (call the module, not ``forward``, so hooks run)."""

@@ -63,6 +63,19 @@ class LRScheduler:
         self.last_epoch = last_epoch
         self._initial_step()
 
+    def __ember_setstate__(self, state: dict) -> None:
+        """Restore a scheduler ``ember.load`` made (without ``__init__``) from its saved attributes.
+
+        >>> import io, ember
+        >>> opt = ember.optim.SGD([ember.nn.Parameter(ember.ones(1))], lr=1.0)
+        >>> buf = io.BytesIO(); ember.save(ember.optim.lr_scheduler.StepLR(opt, 2), buf); _ = buf.seek(0)
+        >>> ember.load(buf).step_size
+        2
+        """
+        if not isinstance(state.get("optimizer"), Optimizer):
+            raise TypeError(f"a scheduler needs its optimizer, got {state.get('optimizer')!r:.100}")
+        self.__dict__.update(state)
+
     def _initial_step(self) -> None:
         """Start counting steps and take the first one (to ``last_epoch + 1``)."""
         self._step_count = 0
