@@ -114,8 +114,9 @@ _OWN, _own = _oom.OWN, _oom.own
 
 
 def origin() -> tuple:
-    """``(op, frames)`` of the allocation under way: the innermost op being applied (else the ember function
-    the user called) and up to :data:`FRAMES` user frames ``(filename, line, function)``, innermost first."""
+    """``(op, frames)`` of the allocation under way: the innermost op being applied (its ``name_``, or its
+    backward node's name, as ``MmBackward0``, in backward; else the ember function the user called) and up to
+    :data:`FRAMES` user frames ``(filename, line, function)``, innermost first."""
     f = sys._getframe(1)
     op = entry = None
     frames: list = []
@@ -126,9 +127,13 @@ def origin() -> tuple:
             mine = _own(code)
         if mine:
             if not frames:
-                if op is None and code.co_name == "apply":
-                    cls = f.f_locals.get("cls")  # Op.apply and Function.apply are classmethods
-                    op = getattr(cls, "name_", None) or getattr(cls, "__name__", None)
+                if op is None:
+                    name = code.co_name
+                    if name == "apply":
+                        cls = f.f_locals.get("cls")  # Op.apply and Function.apply are classmethods
+                        op = getattr(cls, "name_", None) or getattr(cls, "__name__", None)
+                    elif name == "apply_backward":  # a backward graph node (Node.apply_backward)
+                        op = getattr(f.f_locals.get("self"), "backward_name", None)
                 entry = getattr(code, "co_qualname", code.co_name)  # Python 3.11+ has the class in it
         else:
             frames.append((code.co_filename, f.f_lineno, code.co_name))

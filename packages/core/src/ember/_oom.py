@@ -6,6 +6,7 @@ tensors and walks their autograd graphs, which costs milliseconds, never a progr
 from __future__ import annotations
 
 import gc
+import inspect
 import os
 import sys
 
@@ -15,6 +16,7 @@ from .errors import OutOfMemoryError
 
 #: how many of the largest live tensors a report lists
 TOP = 5
+_CO_OPTIMIZED = inspect.CO_OPTIMIZED
 _DIRS = tuple(os.path.join(os.path.abspath(p), "") for p in _pkg.__path__)
 #: code object -> whether it is ember's own (its file lies in an ember distribution)
 OWN: dict = {}
@@ -77,10 +79,15 @@ def _names(tensors) -> dict:
     while f is not None and seen < 20:
         if not own(f.f_code):
             seen += 1
-            for name, value in f.f_locals.items():
+            variables = f.f_locals
+            for name, value in variables.items():
                 names = found.get(id(value))
                 if names is not None and name not in names and any(value is t for t in tensors):
                     names.append(name)
+            if f.f_code.co_flags & _CO_OPTIMIZED and sys.version_info < (3, 13):
+                # before Python 3.13 this dict is a copy the frame keeps: it would keep the frame's tensors
+                # alive after the function dels them
+                variables.clear()
         f = f.f_back
     return found
 

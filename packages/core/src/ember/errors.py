@@ -38,7 +38,8 @@ class OutOfMemoryError(EmberError, RuntimeError):
       ``names`` (variables of the calling frames bound to it), and ``op`` and ``frames`` when the history knew them;
     - ``saved_bytes``: bytes autograd holds for backward; ``history``: the last memory events (history on).
 
-    The exception holds no tensor, so catching it and carrying on frees what the failed call made.
+    The exception holds no tensor; its traceback holds the frames of the failed call (and their tensors) until
+    it is dropped, which the end of an ``except`` block does.
 
     >>> import ember
     >>> ember.memory.set_memory_limit(ember.memory_allocated() + 1000)
