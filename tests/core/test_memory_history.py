@@ -60,7 +60,8 @@ def test_an_event_names_its_op_line_shape_and_time():
     alloc, free = ember.memory.memory_snapshot()["events"]
     assert (alloc["action"], alloc["size"], alloc["op"], alloc["shape"], alloc["dtype"]) == (
         "alloc", 120, "mul", [10, 3], "float32")
-    assert alloc["frames"][0] == {"filename": __file__, "line": at, "name": "test_an_event_names_its_op_line_shape_and_time"}
+    assert alloc["frames"][0] == {"filename": __file__, "line": at,
+                                  "name": "test_an_event_names_its_op_line_shape_and_time"}
     assert (free["action"], free["size"], free["op"], free["shape"]) == ("free", 120, "mul", [10, 3])
     assert 0 <= alloc["time"] <= free["time"]
 

@@ -56,7 +56,8 @@ def build(*, device, requested, shape, dtype, op, frames, cause, limit, tensor_t
         made = None if origin_of is None else origin_of(id(t))
         top.append({"shape": tuple(t._data.shape), "dtype": t._dtype, "bytes": t._nbytes, "names": names[id(t)],
                     "op": None if made is None else made[3],
-                    "frames": [] if made is None else [{"filename": f, "line": ln, "name": fn} for f, ln, fn in made[4]]})
+                    "frames": [] if made is None else [{"filename": f, "line": ln, "name": fn}
+                                                       for f, ln, fn in made[4]]})
     mem = device.mem
     try:
         reserved = device.backend.memory_reserved(device)
@@ -153,10 +154,11 @@ def _message(facts, frames, cause, history_on) -> str:
             lines.append(f"  {e['action']:>5} {fmt_bytes(e['size']):>12}  {e['op'] or '?'}"
                          f"{' ' + str(e['shape']) if e['shape'] is not None else ''}{at}")
     named = [n for t in facts["top_tensors"] for n in t["names"]]
+    example = f" (e.g. `del {', '.join(named[:3])}`)" if named else ""
     lines += ["What usually helps:",
               "  - a smaller batch size (ember.utils.find_max_batch_size finds the largest that fits)",
               "  - `with ember.no_grad():` around evaluation, so that nothing is kept for backward",
-              f"  - `del` the tensors you no longer need{' (e.g. `del ' + ', '.join(named[:3]) + '`)' if named else ''}",
+              f"  - `del` the tensors you no longer need{example}",
               "  - ember.memory.empty_cache() to give memory the backend caches back",
               "  - float16/bfloat16: `with ember.autocast(device_type, dtype=ember.bfloat16):` halves activations",
               "  - ember.utils.checkpoint to recompute activations in backward instead of keeping them"]
