@@ -15,7 +15,7 @@ from ember.errors import EmberError
 def _clean():
     gc.collect()  # tensors of earlier tests in reference cycles must not die mid-test
     yield
-    for dev in ("cpu", "strict"):
+    for dev in ("cpu", "cpu:1", "strict"):
         ember.memory.set_memory_limit(None, dev)
     ember.memory.record_memory_history(None)
 
