@@ -167,6 +167,7 @@ def test_an_ops_memory_error_becomes_an_out_of_memory_error_naming_the_op():
         _Hungry.apply(ember.ones(2))
     e = info.value
     assert e.op == "test.hungry" and e.shape == (10**6, 10**6) and e.requested_bytes == 8 * 10**12
+    assert e.dtype == ember.float64
     assert isinstance(e.__cause__, MemoryError)
 
 

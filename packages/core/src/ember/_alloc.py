@@ -18,6 +18,7 @@ import time
 
 from . import _oom
 from ._device import _KEYS
+from ._dtype import from_numpy_dtype
 from .errors import OutOfMemoryError
 
 #: device key -> the most bytes its tensors may hold (``ember.memory.set_memory_limit``)
@@ -91,8 +92,9 @@ def from_memory_error(exc: MemoryError, device, shape=None, dtype=None) -> OutOf
     n = getattr(exc, "_total_size", None)
     if n is None and shape is not None and dtype is not None:
         n = math.prod(shape) * dtype.itemsize
-    what = dtype if native is None else getattr(native, "name", native)
-    return out_of_memory(device, n, None if shape is None else tuple(shape), what,
+    if dtype is None and native is not None:
+        dtype = from_numpy_dtype(native) or native
+    return out_of_memory(device, n, None if shape is None else tuple(shape), dtype,
                          f"the {device.type} backend could not allocate it ({exc})")
 
 
@@ -116,14 +118,16 @@ _OWN, _own = _oom.OWN, _oom.own
 def origin() -> tuple:
     """``(op, frames)`` of the allocation under way: the innermost op being applied (its ``name_``, or its
     backward node's name, as ``MmBackward0``, in backward; else the ember function the user called) and up to
-    :data:`FRAMES` user frames ``(filename, line, function)``, innermost first."""
+    :data:`FRAMES` user frames ``(code, instruction offset)``, innermost first (``_oom.frame_dicts`` reads them)."""
     f = sys._getframe(1)
     op = entry = None
     frames: list = []
     while f is not None:
         code = f.f_code
-        mine = _OWN.get(code)
-        if mine is None:
+        hit = _OWN.get(id(code))
+        if hit is not None and hit[0] is code:
+            mine = hit[1]
+        else:
             mine = _own(code)
         if mine:
             if not frames:
@@ -136,7 +140,7 @@ def origin() -> tuple:
                         op = getattr(f.f_locals.get("self"), "backward_name", None)
                 entry = getattr(code, "co_qualname", code.co_name)  # Python 3.11+ has the class in it
         else:
-            frames.append((code.co_filename, f.f_lineno, code.co_name))
+            frames.append((code, f.f_lasti))  # the line is looked up when read (_oom.where)
             if len(frames) == FRAMES:
                 break
         f = f.f_back
@@ -147,6 +151,7 @@ def origin() -> tuple:
 #: an event: (action, bytes, device key, op, frames, perf_counter time, shape, dtype name); action is "alloc",
 #: "free" or "oom" (a refused allocation, which changes nothing)
 _ACTION, _SIZE, _KEY = 0, 1, 2
+_now = time.perf_counter
 
 
 class History:
@@ -169,18 +174,26 @@ class History:
 
     def add(self, event) -> None:
         events = self.events
-        if len(events) == events.maxlen:  # the oldest drops out: what it changed moves into the base
-            old = events[0]
-            sign = 1 if old[_ACTION] == "alloc" else -1 if old[_ACTION] == "free" else 0
-            self.base[old[_KEY]] = self.base.get(old[_KEY], 0) + sign * old[_SIZE]
+        if len(events) == events.maxlen:
+            self._drop_oldest()
         events.append(event)
+
+    def _drop_oldest(self) -> None:
+        """The oldest event drops out of the full deque: what it changed moves into the base."""
+        old = self.events[0]
+        sign = 1 if old[_ACTION] == "alloc" else -1 if old[_ACTION] == "free" else 0
+        self.base[old[_KEY]] = self.base.get(old[_KEY], 0) + sign * old[_SIZE]
 
     def alloc(self, t, n: int, device) -> None:
         if n:
             key = device.key
-            event = ("alloc", n, key) + origin() + (time.perf_counter(), t._data.shape, t._dtype.name)
+            op, frames = origin()
+            event = ("alloc", n, key, op, frames, _now(), t._data.shape, t._dtype.name)
             self.live[id(t)] = event
-            self.add(event)
+            events = self.events
+            if len(events) == events.maxlen:
+                self._drop_oldest()
+            events.append(event)
             totals = self.totals[key]
             totals[0] += n
             totals[2] += 1
@@ -196,9 +209,9 @@ class History:
         if n:
             key = device.key
             if made is None:
-                self.add(("free", n, key, None, (), time.perf_counter(), None, None))
+                self.add(("free", n, key, None, (), _now(), None, None))
             else:  # the op, frames, shape and dtype of the allocation say which tensor went
-                self.add(("free", n, key, made[3], made[4], time.perf_counter(), made[6], made[7]))
+                self.add(("free", n, key, made[3], made[4], _now(), made[6], made[7]))
             totals = self.totals[key]
             totals[1] += n
             totals[3] += 1
@@ -211,5 +224,5 @@ def device_name(key) -> str:
 def event_dict(e, start: float) -> dict:
     """An event as the snapshot gives it, its time in seconds since ``start`` (when recording started)."""
     return {"action": e[0], "size": e[1], "device": device_name(e[2]), "op": e[3],
-            "frames": [{"filename": f, "line": line, "name": name} for f, line, name in e[4]],
+            "frames": _oom.frame_dicts(e[4]),
             "time": e[5] - start, "shape": None if e[6] is None else list(e[6]), "dtype": e[7]}

@@ -18,16 +18,40 @@ from .errors import OutOfMemoryError
 TOP = 5
 _CO_OPTIMIZED = inspect.CO_OPTIMIZED
 _DIRS = tuple(os.path.join(os.path.abspath(p), "") for p in _pkg.__path__)
-#: code object -> whether it is ember's own (its file lies in an ember distribution)
+#: id(code object) -> (the code object, whether it is ember's own: its file lies in an ember distribution); by
+#: identity, since hashing a code object hashes its whole contents
 OWN: dict = {}
+_LINES: dict = {}  # (id(code), instruction offset) -> (code, (filename, line, function))
 
 
 def own(code) -> bool:
     """Whether a frame running ``code`` is ember's own rather than the user's."""
-    mine = OWN.get(code)
-    if mine is None:
-        mine = OWN[code] = code.co_filename.startswith(_DIRS)
-    return mine
+    hit = OWN.get(id(code))
+    if hit is None or hit[0] is not code:
+        hit = OWN[id(code)] = (code, code.co_filename.startswith(_DIRS))
+    return hit[1]
+
+
+def where(code, offset: int) -> tuple:
+    """``(filename, line, function)`` of the instruction at byte ``offset`` of ``code`` (a frame's ``f_lasti``).
+
+    The memory history keeps ``(code, offset)`` and asks here only when it is read: a frame's ``f_lineno``
+    searches the code's line table, which would cost each recorded allocation about a microsecond.
+    """
+    hit = _LINES.get((id(code), offset))
+    if hit is None or hit[0] is not code:
+        line = next((ln for start, end, ln in code.co_lines() if start <= offset < end), None)
+        hit = _LINES[(id(code), offset)] = (code, (code.co_filename, line or code.co_firstlineno, code.co_name))
+    return hit[1]
+
+
+def frame_dicts(frames) -> list:
+    """The ``(code, offset)`` frames of a history event as ``[{"filename", "line", "name"}, ...]``."""
+    dicts = []
+    for code, offset in frames:
+        filename, line, name = where(code, offset)
+        dicts.append({"filename": filename, "line": line, "name": name})
+    return dicts
 
 
 def fmt_bytes(n) -> str:
@@ -56,8 +80,7 @@ def build(*, device, requested, shape, dtype, op, frames, cause, limit, tensor_t
         made = None if origin_of is None else origin_of(id(t))
         top.append({"shape": tuple(t._data.shape), "dtype": t._dtype, "bytes": t._nbytes, "names": names[id(t)],
                     "op": None if made is None else made[3],
-                    "frames": [] if made is None else [{"filename": f, "line": ln, "name": fn}
-                                                       for f, ln, fn in made[4]]})
+                    "frames": [] if made is None else frame_dicts(made[4])})
     mem = device.mem
     try:
         reserved = device.backend.memory_reserved(device)
@@ -124,12 +147,12 @@ def _message(facts, frames, cause, history_on) -> str:
         what.append(f"shape {list(facts['shape'])}")
     if facts["dtype"] is not None:
         what.append(str(facts["dtype"]).replace("ember.", ""))
-    where = f" in op '{facts['op']}'" if facts["op"] else ""
+    place = f" in op '{facts['op']}'" if facts["op"] else ""
     if frames:
-        filename, line, name = frames[0]
-        where += f" at {filename}:{line} ({name})"
+        filename, line, name = where(*frames[0])
+        place += f" at {filename}:{line} ({name})"
     lines = [f"{d}: out of memory: tried to allocate {fmt_bytes(facts['requested_bytes'])}"
-             f"{' (' + ', '.join(what) + ')' if what else ''}{where}: {cause}.",
+             f"{' (' + ', '.join(what) + ')' if what else ''}{place}: {cause}.",
              f"The device holds {fmt_bytes(facts['allocated'])} in tensors (reserved {fmt_bytes(facts['reserved'])}, "
              f"peak {fmt_bytes(facts['peak'])}, limit "
              f"{fmt_bytes(facts['limit']) if facts['limit'] is not None else 'none set'}); autograd keeps "

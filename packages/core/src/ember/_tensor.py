@@ -111,7 +111,11 @@ class Tensor:
     def _detached_copy(self):
         """A contiguous copy without autograd history (used for fresh ``.grad`` values)."""
         xp = self._device.backend.xp
-        return Tensor._make(xp.asarray(self._data, copy=True), self._device, self._dtype)
+        try:
+            data = xp.asarray(self._data, copy=True)
+        except MemoryError as exc:
+            raise _alloc.from_memory_error(exc, self._device, self._data.shape, self._dtype) from exc
+        return Tensor._make(data, self._device, self._dtype)
 
     def _alias_for_output(self):
         """A new tensor object over the same data and version counter, without autograd state."""
@@ -466,9 +470,9 @@ def _recording_del(self):
         n = self._nbytes
         device = self._device
         device.mem[0] -= n
+        _alloc.freed(self, n, device)
     except AttributeError:  # half-built tensor, or interpreter shutdown
-        return
-    _alloc.freed(self, n, device)
+        pass
 
 
 def record_frees(on: bool) -> None:
