@@ -70,7 +70,8 @@ def fmt_bytes(n) -> str:
 
 def build(*, device, requested, shape, dtype, op, frames, cause, limit, tensor_type, events, origin_of):
     """The OutOfMemoryError for ``requested`` bytes that ``device`` refused (see ``ember._alloc.out_of_memory``)."""
-    tensors = [o for o in gc.get_objects() if isinstance(o, tensor_type)]
+    # a tensor half made when something failed has no _nbytes (or even _device) yet
+    tensors = [o for o in gc.get_objects() if isinstance(o, tensor_type) and hasattr(o, "_nbytes")]
     key = device.key
     owners = sorted((t for t in tensors if t._nbytes and t._device.key == key), key=lambda t: t._nbytes,
                     reverse=True)[:TOP]

@@ -138,7 +138,12 @@ def set_memory_limit(nbytes: int | None, device=None) -> None:
 
 
 def get_memory_limit(device=None) -> int | None:
-    """The cap set on ``device`` by :func:`set_memory_limit` or :func:`set_per_process_memory_fraction`, or None."""
+    """The cap set on ``device`` by :func:`set_memory_limit` or :func:`set_per_process_memory_fraction`, or None.
+
+    >>> import ember
+    >>> ember.memory.get_memory_limit("cpu:0") is None
+    True
+    """
     return _alloc.LIMITS.get(as_device(device).key)
 
 
