@@ -15,6 +15,7 @@ import collections
 import math
 import sys
 import time
+from types import FrameType
 
 from . import _oom
 from ._device import _KEYS
@@ -119,7 +120,7 @@ def origin() -> tuple:
     """``(op, frames)`` of the allocation under way: the innermost op being applied (its ``name_``, or its
     backward node's name, as ``MmBackward0``, in backward; else the ember function the user called) and up to
     :data:`FRAMES` user frames ``(code, instruction offset)``, innermost first (``_oom.frame_dicts`` reads them)."""
-    f = sys._getframe(1)
+    f: FrameType | None = sys._getframe(1)
     op = entry = None
     frames: list = []
     while f is not None:

@@ -50,7 +50,7 @@ def record_memory_history(enabled=True, max_entries: int = DEFAULT_MAX_ENTRIES, 
     if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
         raise ValueError(f"record_memory_history: max_entries must be a positive int, got {max_entries!r}")
     counts: collections.Counter = collections.Counter(
-        o._device.key for o in gc.get_objects() if isinstance(o, Tensor) and getattr(o, "_nbytes", 0))
+        o._device.key for o in gc.get_objects() if isinstance(o, Tensor) and getattr(o, "_nbytes", None))
     _alloc.HISTORY = _alloc.LAST = _alloc.History(max_entries, dict(counts))
     record_frees(True)
     _refresh_all()

@@ -9,6 +9,7 @@ import gc
 import inspect
 import os
 import sys
+from types import FrameType
 
 import ember as _pkg  # for its __path__: the folders of every ember distribution, whose frames are ember's own
 
@@ -99,7 +100,7 @@ def _names(tensors) -> dict:
     found: dict = {id(t): [] for t in tensors}
     if not tensors:
         return found
-    f = sys._getframe(1)
+    f: FrameType | None = sys._getframe(1)
     seen = 0
     while f is not None and seen < 20:
         if not own(f.f_code):
