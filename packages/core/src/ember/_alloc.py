@@ -139,7 +139,9 @@ def origin() -> tuple:
                         op = getattr(cls, "name_", None) or getattr(cls, "__name__", None)
                     elif name == "apply_backward":  # a backward graph node (Node.apply_backward)
                         op = getattr(f.f_locals.get("self"), "backward_name", None)
-                entry = getattr(code, "co_qualname", code.co_name)  # Python 3.11+ has the class in it
+                name = getattr(code, "co_qualname", code.co_name)  # Python 3.11+ has the class in it
+                if "<locals>" not in name:  # a decorator's wrapper says less than what it wraps
+                    entry = name
         else:
             frames.append((code, f.f_lasti))  # the line is looked up when read (_oom.where)
             if len(frames) == FRAMES:

@@ -127,14 +127,19 @@ def plot_timeline(snapshot, path, *, device=None, top: int = 5) -> None:
     scale, unit = next(((s, u) for s, u in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
                         if max(levels) >= 4 * s), (1, "bytes"))
     ax.step(times, [v / scale for v in levels], where="post", color="tab:blue")
+    ax.set_ylim(0, max(levels) / scale * 1.6 or 1)  # room above the curve for the labels
     ax.fill_between(times, [v / scale for v in levels], step="post", alpha=0.2, color="tab:blue")
     allocs = sorted((i for i, e in enumerate(events) if e["action"] == "alloc"), key=lambda i: -events[i]["size"])
-    for i in allocs[:top]:
+    end = times[-1] or 1.0
+    for rank, i in enumerate(sorted(allocs[:top], key=lambda i: times[i + 1])):
         e = events[i]
         where = f"\n{os.path.basename(e['frames'][0]['filename'])}:{e['frames'][0]['line']}" if e["frames"] else ""
+        late = times[i + 1] > 0.6 * end  # label to the left, inside the axes
+        # one row per label, from the top down, so that labels of nearby allocations do not overlap
         ax.annotate(f"{e['op'] or '?'} {e['shape']} {e['dtype']}{where}", (times[i + 1], levels[i + 1] / scale),
-                    xytext=(8, 8), textcoords="offset points", fontsize=7,
-                    arrowprops={"arrowstyle": "-", "color": "gray"})
+                    xytext=(times[i + 1], 0.97 - 0.1 * rank), textcoords=("data", "axes fraction"), fontsize=7,
+                    ha="right" if late else "left", va="top", arrowprops={"arrowstyle": "-", "color": "gray"},
+                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8})
     ax.set_xlabel("seconds since recording started")
     ax.set_ylabel(f"allocated ({unit})")
     ax.set_title(f"ember memory timeline, {name} ({len(events)} events)")
