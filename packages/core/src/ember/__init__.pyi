@@ -1900,11 +1900,19 @@ def memory_reserved(device: _Device | builtins.str | builtins.int | None = ...) 
 
 # ember.memory
 def memory_stats(device: _Device | builtins.str | builtins.int | None = ...) -> Any:
-    """The statistics above in one dict, under PyTorch's key names.
+    """The statistics of ``device`` in one dict, under PyTorch's key names.
+
+    Always: ``allocated_bytes.all.current`` and ``.peak``, the same for ``active_bytes`` and ``requested_bytes``
+    (ember asks the backend for exactly a tensor's bytes and caches nothing itself, so the three agree),
+    ``reserved_bytes.all.current``, ``num_ooms`` (OutOfMemoryErrors raised for the device) and
+    ``num_alloc_retries`` (0: no allocator here frees its cache and retries). While :func:`record_memory_history`
+    records, also the totals since it started: ``allocated_bytes.all.allocated`` and ``.freed``,
+    ``allocation.all.allocated``, ``.freed`` and ``.current`` (allocations, not bytes).
 
     >>> import ember
-    >>> sorted(ember.memory_stats())
-    ['allocated_bytes.all.current', 'allocated_bytes.all.peak', 'reserved_bytes.all.current']
+    >>> stats = ember.memory_stats()
+    >>> stats["allocated_bytes.all.current"] == ember.memory_allocated(), stats["num_ooms"] >= 0
+    (True, True)
     """
 
 # ember.ops.minmax

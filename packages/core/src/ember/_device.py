@@ -51,8 +51,8 @@ class device:
         obj.type, obj.index = name, idx
         obj.key = (name, idx or 0)
         obj._backend = None
-        # bytes held by live tensors, shared by 'cpu' and 'cpu:0': [allocated, peak]
-        obj.mem = _KEYS.setdefault(obj.key, [0, 0])
+        # bytes held by live tensors, shared by 'cpu' and 'cpu:0': [allocated, peak, threshold] (see ember._alloc)
+        obj.mem = _KEYS.setdefault(obj.key, [0, 0, 0])
         _INTERNED[(type, index)] = obj
         return obj
 

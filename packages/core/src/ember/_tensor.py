@@ -18,11 +18,12 @@ import weakref
 
 import numpy as np
 
+from . import _alloc
 from . import _dtype as dt
 from ._device import as_device
 from ._size import Size
 from ._tensor_str import tensor_repr
-from .utils.hooks import add_hook
+from ._hooks import add_hook
 
 __all__ = ["Tensor", "is_tensor"]
 
@@ -72,8 +73,8 @@ class Tensor:
         n = t._nbytes = data.size * dtype.itemsize
         mem = device.mem
         now = mem[0] = mem[0] + n
-        if now > mem[1]:
-            mem[1] = now
+        if now > mem[2]:  # a new peak, the limit or the memory history: see ember._alloc
+            _grew(t, n, device)
         return t
 
     @classmethod
@@ -101,7 +102,7 @@ class Tensor:
         t._data, t._device, t._dtype, t._vc, t._nbytes = data, device, dtype, vc, 0
         return t
 
-    def __del__(self):
+    def __del__(self):  # replaced by _recording_del while the memory history records (see record_frees)
         try:
             self._device.mem[0] -= self._nbytes
         except AttributeError:  # half-built tensor, or interpreter shutdown
@@ -110,7 +111,11 @@ class Tensor:
     def _detached_copy(self):
         """A contiguous copy without autograd history (used for fresh ``.grad`` values)."""
         xp = self._device.backend.xp
-        return Tensor._make(xp.asarray(self._data, copy=True), self._device, self._dtype)
+        try:
+            data = xp.asarray(self._data, copy=True)
+        except MemoryError as exc:
+            raise _alloc.from_memory_error(exc, self._device, self._data.shape, self._dtype) from exc
+        return Tensor._make(data, self._device, self._dtype)
 
     def _alias_for_output(self):
         """A new tensor object over the same data and version counter, without autograd state."""
@@ -293,6 +298,7 @@ class Tensor:
         if (new._base if new._base is not None else new) is self:
             return  # a view of self's own memory: still counted by self
         old_device.mem[0] -= old_bytes
+        _alloc.freed(self, old_bytes, old_device)
         self._nbytes = 0
         self._count_memory_of(new)
 
@@ -306,6 +312,8 @@ class Tensor:
         if owner._nbytes and owner is not self:
             self._nbytes, owner._nbytes = owner._nbytes, 0
             owner._accounted_by = self
+            if _alloc.HISTORY is not None:
+                _alloc.HISTORY.moved(owner, self)
 
     def detach(self):
         """A tensor sharing this one's data and version counter, cut off from the graph."""
@@ -479,6 +487,25 @@ Tensor.__module__ = "ember"
 
 _BY_ID: dict = {}
 _np_generic, _np_asarray = np.generic, np.asarray
+_grew = _alloc.grew
+_alloc.tensor_type = Tensor  # what the report of an OutOfMemoryError looks for among the live objects
+_plain_del = Tensor.__del__
+
+
+def _recording_del(self):
+    """``Tensor.__del__`` while the memory history records: the free is an event."""
+    try:
+        n = self._nbytes
+        device = self._device
+        device.mem[0] -= n
+        _alloc.freed(self, n, device)
+    except AttributeError:  # half-built tensor, or interpreter shutdown
+        pass
+
+
+def record_frees(on: bool) -> None:
+    """Give the memory history (``on``) every tensor's free, or stop (the plain ``__del__`` costs nothing more)."""
+    Tensor.__del__ = _recording_del if on else _plain_del  # type: ignore[method-assign]
 
 
 def _lookup_dtype(device, native):

@@ -2446,10 +2446,18 @@ class Tensor:
         """
 
 _BY_ID: Any
+def _grew(t: Any, n: builtins.int, device: _Device | builtins.str | builtins.int) -> None:
+    """Called by ``Tensor._make`` once ``t``'s ``n`` bytes took ``device``'s allocated bytes past its threshold:
+    refuse them past the limit (undoing the count), else record the peak and the history's event.
+    """
 def _lookup_dtype(device: _Device | builtins.str | builtins.int, native: Any) -> Any:
     """The ember dtype of a backend's native dtype, remembered by the native object's identity."""
 _np_asarray: Any
 _np_generic: Any
+def _plain_del(self: Any) -> Any:
+    ...
+def _recording_del(self: Any) -> Any:
+    """``Tensor.__del__`` while the memory history records: the free is an event."""
 def _wrap_dim(dim: builtins.int, ndim: builtins.int) -> builtins.int:
     ...
 def is_tensor(obj: Any) -> builtins.bool:
@@ -2458,6 +2466,8 @@ def legacy_tensor_data(args: Any, device: _Device | builtins.str | builtins.int,
     """``ember.Tensor(data)`` (a copy of data as ``dtype``) or ``ember.Tensor(2, 3)`` (uninitialised): the
     array, device and dtype of the new tensor.
     """
+def record_frees(on: builtins.bool) -> None:
+    """Give the memory history (``on``) every tensor's free, or stop (the plain ``__del__`` costs nothing more)."""
 def size_from_args(size: Any, fn: builtins.str = ...) -> builtins.tuple:
     """``(2, 3)``, ``((2, 3),)`` or ``([2, 3],)`` as a shape tuple, with a clear error otherwise."""
 def to_numpy_data(data: Any) -> Any:

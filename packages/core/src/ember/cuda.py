@@ -15,11 +15,13 @@ import ember.memory as _memory  # not ``from . import``: that would look the nam
 
 from ._device import device as _device
 from ._plugins import backends as _backends
+from .errors import OutOfMemoryError
 from .random import default_generator_for
 
 __all__ = ["is_available", "device_count", "current_device", "get_device_name", "synchronize", "empty_cache",
            "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "memory_reserved",
-           "manual_seed", "manual_seed_all"]
+           "memory_stats", "memory_summary", "memory_snapshot", "set_per_process_memory_fraction",
+           "OutOfMemoryError", "manual_seed", "manual_seed_all"]
 
 
 def _backend():
@@ -93,6 +95,29 @@ def reset_peak_memory_stats(device=None) -> None:
 def memory_reserved(device=None) -> int:
     _require()
     return _memory.memory_reserved(_cuda(device))
+
+
+def memory_stats(device=None) -> dict:
+    """``ember.memory.memory_stats`` of a CUDA device (PyTorch's key names)."""
+    _require()
+    return _memory.memory_stats(_cuda(device))
+
+
+def memory_summary(device=None, abbreviated: bool = False) -> str:
+    """``ember.memory.memory_summary`` of a CUDA device: PyTorch's table, to print."""
+    _require()
+    return _memory.memory_summary(_cuda(device), abbreviated)
+
+
+def memory_snapshot() -> dict:
+    """``ember.memory.memory_snapshot``: the memory history of every device."""
+    return _memory.memory_snapshot()
+
+
+def set_per_process_memory_fraction(fraction: float, device=None) -> None:
+    """``ember.memory.set_per_process_memory_fraction`` for a CUDA device."""
+    _require()
+    _memory.set_per_process_memory_fraction(fraction, _cuda(device))
 
 
 def manual_seed(seed) -> None:

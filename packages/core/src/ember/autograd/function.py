@@ -35,7 +35,7 @@ import weakref
 from contextvars import ContextVar
 from typing import Any
 
-from .. import _plugins
+from .. import _alloc, _plugins
 from .._tensor import Tensor
 from ..errors import DeviceMismatchError, UnsupportedOpError
 from . import anomaly
@@ -263,6 +263,8 @@ class Op(Node):
             if mismatch is not None:
                 raise mismatch from None
             raise
+        except MemoryError as exc:  # the backend's allocator failed: an OutOfMemoryError with the report
+            raise _alloc.from_memory_error(exc, device) from exc
         if cls._plain:
             res = Tensor._make(out, device, first._dtype if out.dtype is like else None)
             if not requires or not STATE.enabled or not res._dtype.is_floating_point:
@@ -412,6 +414,7 @@ class _HeldOutputs:
                 t._nbytes += nbytes
             else:
                 mem[0] -= nbytes
+                _alloc.freed(None, nbytes, self.device)
 
     def __del__(self):
         try:

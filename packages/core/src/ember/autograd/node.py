@@ -13,7 +13,7 @@ from typing import Any
 
 from numpy import ndarray
 
-from ..utils.hooks import add_hook
+from .._hooks import add_hook
 
 _seq = itertools.count()
 _new_object = object.__new__

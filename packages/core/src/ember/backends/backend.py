@@ -118,6 +118,11 @@ class Backend:
     def empty_cache(self, device) -> None:
         """Give cached, unused memory back to the system."""
 
+    def total_memory(self, device) -> int | None:
+        """Bytes of memory ``device`` has in all (``ember.memory.set_per_process_memory_fraction`` takes a
+        fraction of it), or None where the backend cannot tell."""
+        return None
+
     def pin_memory(self, array):
         """A copy of the host (NumPy) ``array`` in this backend's page-locked host memory, as a NumPy array.
 

@@ -76,6 +76,13 @@ class CPUBackend(Backend):
     def copy_to(self, array, src, dst):
         return array.copy()
 
+    def total_memory(self, device) -> int | None:
+        """The machine's physical memory (every logical CPU device shares it)."""
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (AttributeError, ValueError, OSError):  # no sysconf (Windows) or no such name
+            return None
+
     def describe(self) -> str:
         return f"NumPy {np.__version__}, {self.device_count()} logical device(s)"
 

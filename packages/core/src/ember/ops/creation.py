@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from .. import _alloc
 from .. import _dtype as dt
 from .._device import as_device
 from .._tensor import legacy_tensor_data, size_from_args, to_numpy_data
@@ -69,7 +70,11 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     if dtype is None:
         dtype = data._dtype if isinstance(data, Tensor) else _infer_dtype(data, arr)
     backend = device.backend
-    return _finish(backend.asarray(arr, dtype, device), device, dtype, requires_grad, pin_memory)
+    try:
+        data = backend.asarray(arr, dtype, device)
+    except MemoryError as exc:
+        raise _alloc.from_memory_error(exc, device, arr.shape, dtype) from exc
+    return _finish(data, device, dtype, requires_grad, pin_memory)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -111,10 +116,11 @@ def _filled(fn, size, value, dtype, device, requires_grad, pin_memory=False):
     backend = device.backend
     xp = backend.xp
     nat = backend.native_dtype(dtype)
-    if value is None:
-        data = xp.empty(shape, dtype=nat)
-    else:
-        data = xp.full(shape, value, dtype=nat)
+    _alloc.check_request(device, shape, dtype)  # past a memory limit, fail before allocating (and filling)
+    try:
+        data = xp.empty(shape, dtype=nat) if value is None else xp.full(shape, value, dtype=nat)
+    except MemoryError as exc:
+        raise _alloc.from_memory_error(exc, device, shape, dtype) from exc
     return _finish(data, device, dtype, requires_grad, pin_memory)
 
 
@@ -217,7 +223,12 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     device = as_device(device)
     dtype = dtype or dt.get_default_dtype()
     backend = device.backend
-    data = backend.xp.eye(n, m if m is not None else n, dtype=backend.native_dtype(dtype))
+    shape = (n, m if m is not None else n)
+    _alloc.check_request(device, shape, dtype)
+    try:
+        data = backend.xp.eye(*shape, dtype=backend.native_dtype(dtype))
+    except MemoryError as exc:
+        raise _alloc.from_memory_error(exc, device, shape, dtype) from exc
     return _finish(data, device, dtype, requires_grad)
 
 

@@ -18,6 +18,7 @@ import numbers
 
 import numpy as np
 
+from .. import _alloc
 from .. import _dtype as dt
 from .._device import as_device
 from ..autograd.function import Op
@@ -61,7 +62,12 @@ def rand(*dims, size=None, generator=None, dtype=None, device=None, requires_gra
     device = as_device(device)
     dtype = float_dtype("rand", dtype)
     rng = pick_generator(generator, device).rng
-    return _finish(rng_to_device(unit_uniform(rng, shape, dtype), dtype, device), device, dtype, requires_grad)
+    _alloc.check_request(device, shape, dtype)  # past a memory limit, fail before drawing
+    try:
+        data = rng_to_device(unit_uniform(rng, shape, dtype), dtype, device)
+    except MemoryError as exc:
+        raise _alloc.from_memory_error(exc, device, shape, dtype) from exc
+    return _finish(data, device, dtype, requires_grad)
 
 
 def randn(*dims, size=None, generator=None, dtype=None, device=None, requires_grad=False):
@@ -75,7 +81,12 @@ def randn(*dims, size=None, generator=None, dtype=None, device=None, requires_gr
     device = as_device(device)
     dtype = float_dtype("randn", dtype)
     rng = pick_generator(generator, device).rng
-    return _finish(rng_to_device(standard_normal(rng, shape, dtype), dtype, device), device, dtype, requires_grad)
+    _alloc.check_request(device, shape, dtype)  # past a memory limit, fail before drawing
+    try:
+        data = rng_to_device(standard_normal(rng, shape, dtype), dtype, device)
+    except MemoryError as exc:
+        raise _alloc.from_memory_error(exc, device, shape, dtype) from exc
+    return _finish(data, device, dtype, requires_grad)
 
 
 def _randint_args(args, size):
@@ -116,8 +127,13 @@ def randint(*args, size=None, generator=None, dtype=None, device=None, requires_
     dtype = dtype or dt.int64
     check_int_range(low, high, dtype)
     device = as_device(device)
-    values = pick_generator(generator, device).rng.integers(low, high, size=shape, dtype=np.int64)
-    return _finish(rng_to_device(values, dtype, device), device, dtype, requires_grad)
+    _alloc.check_request(device, shape, dtype)
+    try:
+        values = rng_to_device(pick_generator(generator, device).rng.integers(low, high, size=shape, dtype=np.int64),
+                               dtype, device)
+    except MemoryError as exc:
+        raise _alloc.from_memory_error(exc, device, shape, dtype) from exc
+    return _finish(values, device, dtype, requires_grad)
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
