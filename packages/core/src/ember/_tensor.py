@@ -21,9 +21,9 @@ import numpy as np
 from . import _alloc
 from . import _dtype as dt
 from ._device import as_device
+from ._hooks import add_hook
 from ._size import Size
 from ._tensor_str import tensor_repr
-from ._hooks import add_hook
 
 __all__ = ["Tensor", "is_tensor"]
 
