@@ -5,12 +5,33 @@ import numpy as np
 import pytest
 
 import ember
+from ember.backends import reduced_casts
 
 #: NaNs with payloads and both signs, infinities, subnormals (smallest, largest, negative), the largest finite
 #: number, signed zeros and one
 BITS = np.array([0x7E01, 0xFE55, 0x7FFF, 0x7C00, 0xFC00, 0x0001, 0x03FF, 0x8001, 0x7BFF, 0x0000, 0x8000, 0x3C00,
                  0x7F80, 0xFF80, 0x7FC1, 0x0040], dtype=np.uint16)
 NATIVE = {ember.float16: np.float16, ember.bfloat16: ml_dtypes.bfloat16}
+
+
+@pytest.mark.parametrize("native", [np.float16, ml_dtypes.bfloat16], ids=["float16", "bfloat16"])
+def test_fast_casts_give_numpys_bits(native):
+    every = np.arange(1 << 16, dtype=np.uint16).view(native)  # every float16/bfloat16 value, NaN payloads too
+    assert np.array_equal(reduced_casts.widen(every).view(np.uint32), every.astype(np.float32).view(np.uint32))
+    rng = np.random.default_rng(0)
+    bits = rng.integers(0, 1 << 32, 1 << 20, dtype=np.uint64).astype(np.uint32)
+    near = rng.integers(0x33000000, 0x47800000, 1 << 18, dtype=np.uint64).astype(np.uint32)  # float16's range
+    x = np.concatenate([bits, near, near | 0x80000000, [0x7F800000, 0xFF800000, 0x477FF000, 0x477FEFFF]]).view(
+        np.float32)
+    with np.errstate(all="ignore"):
+        got, want = reduced_casts.narrow(x, np.dtype(native)), x.astype(native)
+    nan = np.isnan(x)
+    assert np.array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16))
+    quiet = 0x7E00 if native is np.float16 else 0x7FC0  # a NaN becomes the quiet NaN of its sign, as in PyTorch
+    assert np.array_equal(got[nan].view(np.uint16), (x[nan].view(np.uint32) >> 16).astype(np.uint16) & 0x8000
+                          | quiet)
+    small = np.array([1.0, 2.5], np.float32)  # below MIN_SIZE: NumPy's own cast
+    assert reduced_casts.narrow(small, np.dtype(native)).tolist() == [1.0, 2.5]
 
 
 @pytest.mark.parametrize("dtype", [ember.float16, ember.bfloat16], ids=str)

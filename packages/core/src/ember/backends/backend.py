@@ -92,15 +92,23 @@ class Backend:
         for a in arrays:
             if _is_reduced(from_native, a):
                 reduced = reduced or from_native[a.dtype]
-                a = xp.astype(a, wide)
+                a = self.widen_reduced(a, wide)
             up.append(a)
         out = kernel(ctx, xp, *up, **attrs)
         if reduced is None or attrs.get("dtype") is not None:
             return out
         narrow = self.native_dtype(reduced)
         if isinstance(out, (tuple, list)):
-            return tuple(xp.astype(o, narrow) if o.dtype == wide else o for o in out)
-        return xp.astype(out, narrow) if out.dtype == wide else out
+            return tuple(self.narrow_reduced(o, narrow) if o.dtype == wide else o for o in out)
+        return self.narrow_reduced(out, narrow) if out.dtype == wide else out
+
+    def widen_reduced(self, array, wide):
+        """A float16/bfloat16 ``array`` converted (exactly) to the native dtype ``wide``."""
+        return self.xp.astype(array, wide)
+
+    def narrow_reduced(self, array, narrow):
+        """``array`` rounded to the native float16/bfloat16 dtype ``narrow`` (to nearest, ties to even)."""
+        return self.xp.astype(array, narrow)
 
     # -- data in and out ------------------------------------------------------
     def asarray(self, data, dtype, device):

@@ -18,7 +18,7 @@ import numpy as np
 from .. import _dtype as dt
 from .._device import forget_backends
 from .._plugins import hookimpl
-from . import cpu_kernels
+from . import cpu_kernels, reduced_casts
 from .backend import Backend
 from .numpy_namespace import xp
 
@@ -75,6 +75,12 @@ class CPUBackend(Backend):
 
     def copy_to(self, array, src, dst):
         return array.copy()
+
+    def widen_reduced(self, array, wide):
+        return reduced_casts.widen(array) if wide == np.float32 else array.astype(wide)
+
+    def narrow_reduced(self, array, narrow):
+        return reduced_casts.narrow(array, narrow)
 
     def describe(self) -> str:
         return f"NumPy {np.__version__}, {self.device_count()} logical device(s)"
