@@ -6,7 +6,8 @@ float16 loops (about 80x slower on 256x256) or ml_dtypes' bfloat16 matmul. Targe
 0.5x float32's speed (at most 2x its time).
 
 Cases: the MLP's matmuls (64x784 @ 784x256, 256x256 @ 256x256), 512x512 @ 512x512, and the MNIST CNN's second
-convolution (64x32x26x26 input, 64 3x3 filters), forward and forward + backward. For reference, NumPy's own
+convolution (64x32x26x26 input, 64 3x3 filters), forward and forward + backward (``.grad`` cleared before
+each backward, as ``zero_grad()`` does in training). For reference, NumPy's own
 float16 matmul on the 256x256 case is timed once.
 
 Method (benchmarks/README.md): one BLAS thread, the three dtypes alternate within each sample (the order rotates),
@@ -39,8 +40,15 @@ def _matmul(m, k, n, backward):
         b = ember.randn(k, n).to(dtype).requires_grad_(backward)
         if not backward:
             return lambda: a @ b
-        return lambda: (a @ b).sum().backward()
+        return lambda: _step(a @ b, a, b)
     return make
+
+
+def _step(out, *leaves):
+    """``out.sum().backward()`` with the leaves' ``.grad`` cleared first, as ``optimizer.zero_grad()`` does."""
+    for t in leaves:
+        t.grad = None
+    out.sum().backward()
 
 
 def _conv(backward):
@@ -51,7 +59,7 @@ def _conv(backward):
         b = ember.zeros(64).to(dtype).requires_grad_(backward)
         if not backward:
             return lambda: F.conv2d(x, w, b)
-        return lambda: F.conv2d(x, w, b).sum().backward()
+        return lambda: _step(F.conv2d(x, w, b), x, w, b)
     return make
 
 

@@ -3,8 +3,8 @@ against PyTorch 2.13 by hand to check dtypes and refusals), with its inputs desc
 
 A spec is ``"kind:shape"``: ``n`` normal, ``p`` positive (0.5..2), ``g`` greater than one (1.2..3), ``u`` in
 (-0.9, 0.9), ``q`` a probability (0.05..0.95), ``s`` a symmetric positive definite matrix, ``b`` a bool mask,
-``iK`` int64 indices below K, ``c`` and ``k`` constant floating inputs (no gradient asked; ``k`` positive). Floating inputs are made in
-the reduced dtype; the reference runs on the same values in float32.
+``iK`` int64 indices below K, ``c`` and ``k`` constant floating inputs (no gradient asked; ``k`` positive).
+Floating inputs are made in the reduced dtype; the reference runs on the same values in float32.
 
 This module imports neither ember nor PyTorch: the test passes ``lib``.
 """
@@ -338,6 +338,9 @@ REFUSED = [
 CASES = _c
 
 
+_RANGES = {"p": (0.5, 2.0), "k": (0.5, 2.0), "g": (1.2, 3.0), "u": (-0.9, 0.9), "q": (0.05, 0.95)}
+
+
 def input_values(case: Case) -> list:
     """The NumPy values of ``case``'s inputs (float64 for floating ones), the same on every run."""
     rng = np.random.default_rng(zlib.crc32(case.id.encode()))
@@ -353,7 +356,7 @@ def input_values(case: Case) -> list:
         elif kind.startswith("i"):
             values.append(rng.integers(0, int(kind[1:]), shape))
         else:
-            low, high = {"p": (0.5, 2.0), "k": (0.5, 2.0), "g": (1.2, 3.0), "u": (-0.9, 0.9), "q": (0.05, 0.95)}.get(kind, (0, 0))
+            low, high = _RANGES.get(kind, (0, 0))
             values.append(rng.uniform(low, high, shape) if high else rng.standard_normal(shape))
     return values
 
