@@ -87,14 +87,10 @@ class Backend:
             return kernel(ctx, xp, *arrays, **attrs)
         wide = self.native_dtype(compute)
         from_native = self.from_native
-        reduced = None
-        up = []
-        for a in arrays:
-            if _is_reduced(from_native, a):
-                reduced = reduced or from_native[a.dtype]
-                a = self.widen_reduced(a, wide)
-            up.append(a)
+        reduced = next((from_native[a.dtype] for a in arrays if _is_reduced(from_native, a)), None)
+        up = [self.widen_reduced(a, wide) if _is_reduced(from_native, a) else a for a in arrays]
         out = kernel(ctx, xp, *up, **attrs)
+        del up  # the widened inputs go before the result is rounded: less memory held at once
         if reduced is None or attrs.get("dtype") is not None:
             return out
         narrow = self.native_dtype(reduced)
@@ -107,7 +103,10 @@ class Backend:
         return self.xp.astype(array, wide)
 
     def narrow_reduced(self, array, narrow):
-        """``array`` rounded to the native float16/bfloat16 dtype ``narrow`` (to nearest, ties to even)."""
+        """``array`` rounded to the native float16/bfloat16 dtype ``narrow`` (to nearest, ties to even).
+
+        ``array`` is a kernel's result; when no one else holds it, an override may use its memory as scratch.
+        """
         return self.xp.astype(array, narrow)
 
     # -- data in and out ------------------------------------------------------

@@ -12,6 +12,7 @@ device(type='cpu', index=1)
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 
@@ -33,6 +34,8 @@ class _NativeDtypes(dict):
         return native
 
 
+#: references to a kernel's result inside ``narrow_reduced``: the caller's local, the argument, getrefcount's own
+_CALLER_REFS = 3
 _DTYPES = _NativeDtypes({d: dt.numpy_dtype(d) for d in dt.ALL_DTYPES if d is not dt.bfloat16})
 
 
@@ -80,7 +83,10 @@ class CPUBackend(Backend):
         return reduced_casts.widen(array) if wide == np.float32 else array.astype(wide)
 
     def narrow_reduced(self, array, narrow):
-        return reduced_casts.narrow(array, narrow)
+        # an array that owns its memory and that only the caller (run_reduced_float) and this call hold is a
+        # kernel's fresh result, free to round in place
+        owned = array.flags.owndata and array.flags.writeable and sys.getrefcount(array) <= _CALLER_REFS
+        return reduced_casts.narrow(array, narrow, scratch=owned)
 
     def describe(self) -> str:
         return f"NumPy {np.__version__}, {self.device_count()} logical device(s)"

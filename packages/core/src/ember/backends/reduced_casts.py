@@ -51,20 +51,25 @@ def widen(a):
     return out
 
 
-def narrow(a, dtype):
-    """Float32 ``a`` rounded to the nearest ``dtype`` value (float16 or bfloat16), ties to even."""
-    if not isinstance(a, np.ndarray) or a.size < MIN_SIZE:
-        return a.astype(dtype)
-    if dtype == _F16:  # NumPy's own: the bit arithmetic needs more fresh memory than it saves time
-        return a.astype(dtype)
+def narrow(a, dtype, scratch: bool = False):
+    """Float32 ``a`` rounded to the nearest ``dtype`` value (float16 or bfloat16), ties to even.
+
+    ``scratch``: nobody else holds ``a`` (nor a view of it), so its memory may serve as working space; then
+    the result is the only new memory (fresh memory is costly: see the module docstring).
+    """
+    if not isinstance(a, np.ndarray) or a.size < MIN_SIZE or dtype == _F16:
+        return a.astype(dtype)  # float16: NumPy's own, as the bit arithmetic needs more working memory
     bits = a.view(np.uint32)
-    out = bits >> 16
-    out &= 1
-    out += 0x7FFF
-    out += bits
-    out >>= 16
-    half = out.astype(np.uint16)
-    nan = np.isnan(a)
-    if nan.any():
-        half[nan] = (bits[nan] >> 16).astype(np.uint16) & 0x8000 | 0x7FC0
+    nan_mask = np.isnan(a) if np.isnan(a.min()) else None  # NaN propagates through min: no mask unless needed
+    if nan_mask is not None:  # a NaN becomes the quiet NaN of its sign
+        quiet_nans = (bits[nan_mask] >> 16).astype(np.uint16) & 0x8000 | 0x7FC0
+    if not scratch:
+        bits = bits.copy()
+    half = np.right_shift(bits, 16, out=np.empty(a.shape, np.uint16), casting="unsafe")
+    half &= 1  # the last kept bit: ties round to even
+    bits += half
+    bits += 0x7FFF
+    np.right_shift(bits, 16, out=half, casting="unsafe")
+    if nan_mask is not None:
+        half[nan_mask] = quiet_nans
     return half.view(dtype)
