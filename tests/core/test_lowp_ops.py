@@ -137,3 +137,15 @@ def test_mixed_float32_and_reduced_inputs_promote_as_pytorch():
     a, h, b = ember.ones(2), ember.ones(2).half(), ember.ones(2).bfloat16()
     assert (a + h).dtype is ember.float32 and (h + b).dtype is ember.float32 and (h * 2.5).dtype is ember.float16
     assert (b + ember.tensor(3)).dtype is ember.bfloat16  # an integer tensor does not widen a floating one
+
+
+@pytest.mark.parametrize("dtype", REDUCED, ids=str)
+def test_linear_backward_accumulates_in_float32(dtype):
+    # the bias gradient sums 4096 ones: a float16/bfloat16 accumulator stops at 2048/256; PyTorch gives 4096
+    x = ember.ones(4096, 2, dtype=dtype, requires_grad=True)
+    w = ember.ones(3, 2, dtype=dtype, requires_grad=True)
+    b = ember.zeros(3, dtype=dtype, requires_grad=True)
+    ember.nn.functional.linear(x, w, b).sum().backward()
+    assert b.grad.dtype is dtype and b.grad.tolist() == [4096.0] * 3
+    assert w.grad.dtype is dtype and w.grad.tolist() == [[4096.0] * 2] * 3
+    assert x.grad.dtype is dtype and x.grad[0].tolist() == [3.0, 3.0]
