@@ -120,11 +120,14 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=11, help="samples per dtype")
     parser.add_argument("--min-time", type=float, default=0.2, help="seconds each sample lasts, about")
+    parser.add_argument("--only", default="", help="run only the cases whose name contains this")
     args = parser.parse_args(argv)
     print(f"ember {ember.__version__}, NumPy {np.__version__}, OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS')}; medians [interquartile range] of {args.repeat} samples")
     print(f"{'case':38} {'float32':>30} {'bfloat16':>30} {'float16':>30}  f32/bf16 f32/f16 (speed, target >= 0.5)")
     for name, make in CASES:
+        if args.only not in name:
+            continue
         times = bench(make, args.repeat, args.min_time)
         med = {d: statistics.median(ts) for d, ts in times.items()}
         print(f"{name:38} {_fmt(times[ember.float32]):>30} {_fmt(times[ember.bfloat16]):>30} "

@@ -149,3 +149,14 @@ def test_linear_backward_accumulates_in_float32(dtype):
     assert b.grad.dtype is dtype and b.grad.tolist() == [4096.0] * 3
     assert w.grad.dtype is dtype and w.grad.tolist() == [[4096.0] * 2] * 3
     assert x.grad.dtype is dtype and x.grad[0].tolist() == [3.0, 3.0]
+
+
+@pytest.mark.parametrize("dtype", REDUCED, ids=str)
+def test_blocked_products_match_one_float32_product(dtype):
+    # K = 4096 makes blocks of 64 columns (2 of them for 100 columns) and, with 80 rows, of 64 rows
+    x, w, b = (ember.randn(*s).to(dtype) for s in ((2, 40, 4096), (100, 4096), (100,)))
+    rtol = RTOL[dtype] * 4
+    _close(ember.nn.functional.linear(x, w, b), (x.float() @ w.float().T + b.float()).to(dtype), rtol, "linear")
+    _close(x @ w.T, (x.float() @ w.float().T).to(dtype), rtol, "matmul")
+    _close(ember.mm(x[0], w.T), (x[0].float() @ w.float().T).to(dtype), rtol, "mm")
+    assert (x @ w.T).dtype is dtype and ember.mm(x[0], w.T).shape == (40, 100)

@@ -73,6 +73,9 @@ class Backend:
     #: the dtype in which ops on float16/bfloat16 arrays compute, their floating results rounded back to the
     #: input's dtype (PyTorch's CPU kernels accumulate in float32 too); ``None``: kernels run on those dtypes
     reduced_float_compute: Any = float32
+    #: ``{op name: kernel}`` run instead of the widening below for float16/bfloat16 inputs (same contract as an
+    #: op's forward; returning ``NotImplemented`` falls back to the widening); the CPU's matrix products
+    reduced_float_kernels: dict = {}
 
     def run_reduced_float(self, kernel, ctx, xp, arrays, attrs):
         """Run an op's ``kernel`` whose inputs include float16/bfloat16 arrays: with those arrays cast to
@@ -80,11 +83,17 @@ class Backend:
 
         One rounding per op, as PyTorch's CPU does: a sum over many bfloat16 values does not lose the small
         terms, and matmul and convolution run in the fast float32 BLAS, not in NumPy's slow float16 loops.
-        A kernel given an explicit ``dtype`` attribute (``sum(..., dtype=...)``) returns what was asked.
+        A kernel given an explicit ``dtype`` attribute (``sum(..., dtype=...)``) returns what was asked. An op
+        named in :attr:`reduced_float_kernels` runs that kernel instead, on the float16/bfloat16 arrays.
         """
         compute = self.reduced_float_compute
         if compute is None:
             return kernel(ctx, xp, *arrays, **attrs)
+        special = self.reduced_float_kernels.get(getattr(type(ctx), "name_", None))
+        if special is not None:
+            out = special(ctx, xp, *arrays, **attrs)
+            if out is not NotImplemented:
+                return out
         wide = self.native_dtype(compute)
         from_native = self.from_native
         reduced = next((from_native[a.dtype] for a in arrays if _is_reduced(from_native, a)), None)

@@ -19,7 +19,7 @@ import numpy as np
 from .. import _dtype as dt
 from .._device import forget_backends
 from .._plugins import hookimpl
-from . import cpu_kernels, reduced_casts
+from . import cpu_kernels, cpu_reduced, reduced_casts
 from .backend import Backend
 from .numpy_namespace import xp
 
@@ -45,6 +45,7 @@ class CPUBackend(Backend):
     name = "cpu"
     xp = xp
     dtypes = _DTYPES
+    reduced_float_kernels = cpu_reduced.KERNELS
 
     def __init__(self):
         self._count = None
