@@ -2,8 +2,8 @@
 
 ember computes an op on float16/bfloat16 inputs in float32 and rounds the result once (``Backend.
 run_reduced_float``), so matmul and convolution run in the float32 BLAS plus two conversions, not in NumPy's
-float16 loops (about 80x slower on 256x256) or ml_dtypes' bfloat16 matmul. Target: each reduced dtype at least
-0.5x float32's speed (at most 2x its time).
+float16 loops (over 300x slower than float32 on 256x256) or ml_dtypes' bfloat16 matmul. Target: each
+reduced dtype at least 0.5x float32's speed (at most 2x its time).
 
 Cases: the MLP's matmuls (64x784 @ 784x256, 256x256 @ 256x256), 512x512 @ 512x512, and the MNIST CNN's second
 convolution (64x32x26x26 input, 64 3x3 filters), forward and forward + backward (``.grad`` cleared before

@@ -90,8 +90,9 @@ def test_every_op_is_in_the_table_or_excluded_with_a_reason():
     clear_kernel_cache()
     for case in CASES:
         _run(case, ember.bfloat16, case.grad)
+    ours = {name for name, cls in OPS.items() if cls.__module__.startswith("ember.")}  # not tests' own ops
     ran = {name for name, cls in OPS.items() if cls._kernels.get("cpu")}
-    missing = set(OPS) - ran - NOT_IN_TABLE
+    missing = ours - ran - NOT_IN_TABLE
     assert not missing, f"ops not run in bfloat16 by any case of lowp_cases.py: {sorted(missing)}"
     assert not (NOT_IN_TABLE - set(OPS)), "NOT_IN_TABLE names ops that no longer exist"
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember.autograd.function import Op
 from ember.backends import reduced_casts
 
 #: NaNs with payloads and both signs, infinities, subnormals (smallest, largest, negative), the largest finite
@@ -76,3 +77,21 @@ def test_conversions_follow_pytorch():
 ], ids=lambda v: str(v)[:20])
 def test_printing_matches_pytorch(dtype, made, printed):
     assert repr(ember.tensor(made, dtype=dtype)) == printed
+
+
+def test_a_result_the_kernel_still_holds_is_not_rounded_in_place():
+    kept = []
+
+    class Keep(Op):  # a forward that keeps its float32 result: run_reduced_float must not round it in place
+        name_ = "tests.lowp_keep"
+
+        @staticmethod
+        def forward(ctx, xp, a):
+            out = a * 2
+            kept.append(out)
+            return out
+
+    x = ember.linspace(0, 1, 5000).bfloat16()
+    y = Keep.apply(x)
+    assert y.dtype is ember.bfloat16 and kept[0].dtype == np.float32
+    assert np.array_equal(kept[0], x.float().numpy() * 2)  # still the float32 values

@@ -171,7 +171,7 @@ class Op(Node):
     #: backward reads ``ctx.in_shapes`` (the inputs' shapes; ``None`` for Python scalars)
     wants_shapes = False
     #: on float16/bfloat16 inputs, run forward in float32 and round its floating results back (the backend's
-    #: ``run_reduced_float``); False for views and device moves, and for ops that only move values around
+    #: ``run_reduced_float``); always False for views and device moves; an op exact in any dtype may set False
     upcasts_reduced_floats = True
     _kernels: dict = {}
     #: set per class: the output is one plain result (not a view, not on another device, not several)
