@@ -35,7 +35,7 @@ class dtype:
     (True, True)
     """
 
-    __slots__ = ("name", "itemsize", "category", "rank", "is_signed", "is_floating_point")
+    __slots__ = ("name", "itemsize", "category", "rank", "is_signed", "is_floating_point", "is_reduced_float")
     BOOL, INTEGER, FLOATING = BOOL, INTEGER, FLOATING
 
     def __init__(self, name, itemsize, category, rank, is_signed=True):
@@ -46,6 +46,8 @@ class dtype:
         self.is_signed = is_signed
         #: whether ``category`` is FLOATING (an attribute, not a property: ops read it on every call)
         self.is_floating_point = category == FLOATING
+        #: float16 or bfloat16: ops compute in float32 and round (see ``Backend.run_reduced_float``)
+        self.is_reduced_float = self.is_floating_point and itemsize == 2
 
     @property
     def is_complex(self) -> bool:

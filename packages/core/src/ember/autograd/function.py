@@ -89,9 +89,10 @@ def _edges(inputs):
 
 
 def _gather(name, inputs):
-    """The device, whether any input requires grad, and the arrays (or scalars) of an op's inputs."""
+    """The device, whether any input requires grad, the arrays (or scalars) of an op's inputs, and whether any
+    is float16/bfloat16."""
     device = None
-    requires = False
+    requires = reduced = False
     arrays = []
     for t in inputs:
         if isinstance(t, Tensor):
@@ -105,12 +106,14 @@ def _gather(name, inputs):
                 _refresh_view(t)
             if t._requires_grad:
                 requires = True
+            if t._dtype.is_reduced_float:
+                reduced = True
         else:
             arrays.append(t)
     if device is None:
         raise TypeError(f"{name}: expected at least one tensor among the inputs, got only "
                         f"{', '.join(type(t).__name__ for t in inputs) or 'nothing'}")
-    return device, requires, arrays
+    return device, requires, arrays, reduced
 
 
 def _refresh_view(t):
@@ -167,6 +170,9 @@ class Op(Node):
     is_view = False
     #: backward reads ``ctx.in_shapes`` (the inputs' shapes; ``None`` for Python scalars)
     wants_shapes = False
+    #: on float16/bfloat16 inputs, run forward in float32 and round its floating results back (the backend's
+    #: ``run_reduced_float``); always False for views and device moves; an op exact in any dtype may set False
+    upcasts_reduced_floats = True
     _kernels: dict = {}
     #: set per class: the output is one plain result (not a view, not on another device, not several)
     _plain: bool
@@ -179,6 +185,8 @@ class Op(Node):
             cls.backward_name = f"{cls.__name__}Backward0"
         cls._kernels = {}
         cls._plain = not (cls.moves_device or cls.is_view or cls.multi_output)
+        if cls.moves_device or cls.is_view:
+            cls.upcasts_reduced_floats = False
         if abstract:
             if "name_" in cls.__dict__:
                 raise TypeError(f"{_qualified(cls)} is declared abstract (a base of ops, never applied) but sets "
@@ -229,6 +237,7 @@ class Op(Node):
             if first._base is not None and first._vc[0] != first._vv:
                 _refresh_view(first)
             requires = first._requires_grad
+            reduced = first._dtype.is_reduced_float
             if n == 1:
                 arrays = (first._data,)
             else:
@@ -240,18 +249,22 @@ class Op(Node):
                     if second._base is not None and second._vc[0] != second._vv:
                         _refresh_view(second)
                     requires = requires or second._requires_grad
+                    reduced = reduced or second._dtype.is_reduced_float
                     arrays = (first._data, second._data)
                 else:
                     arrays = (first._data, second)
         else:
             second = None
-            device, requires, arrays = _gather(cls.name_, inputs)
+            device, requires, arrays, reduced = _gather(cls.name_, inputs)
             like = None
         backend = device._backend or device.backend
         kernel = cls._kernels.get(backend.name) or cls._resolve_kernel(backend)
         xp = backend.xp
         try:
-            out = kernel(ctx, xp, *arrays, **attrs)
+            if reduced and cls.upcasts_reduced_floats:
+                out = backend.run_reduced_float(kernel, ctx, xp, arrays, attrs)
+            else:
+                out = kernel(ctx, xp, *arrays, **attrs)
         except AttributeError as exc:
             if getattr(exc, "obj", None) is xp:
                 raise UnsupportedOpError(

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .._dtype import numpy_dtype
+from .._dtype import float32, numpy_dtype
 from ..errors import UnsupportedOpError
 
 
@@ -68,6 +68,55 @@ class Backend:
             return self.from_native[native]
         except KeyError:
             raise TypeError(f"backend {self.name!r} has no ember dtype for native dtype {native!r}") from None
+
+    # -- float16 and bfloat16 ------------------------------------------------
+    #: the dtype in which ops on float16/bfloat16 arrays compute, their floating results rounded back to the
+    #: input's dtype (PyTorch's CPU kernels accumulate in float32 too); ``None``: kernels run on those dtypes
+    reduced_float_compute: Any = float32
+    #: ``{op name: kernel}`` run instead of the widening below for float16/bfloat16 inputs (same contract as an
+    #: op's forward; returning ``NotImplemented`` falls back to the widening); the CPU's matrix products
+    reduced_float_kernels: dict = {}
+
+    def run_reduced_float(self, kernel, ctx, xp, arrays, attrs):
+        """Run an op's ``kernel`` whose inputs include float16/bfloat16 arrays: with those arrays cast to
+        :attr:`reduced_float_compute`, and each result in that dtype rounded back to the reduced dtype.
+
+        One rounding per op, as PyTorch's CPU does: a sum over many bfloat16 values does not lose the small
+        terms, and matmul and convolution run in the fast float32 BLAS, not in NumPy's slow float16 loops.
+        A kernel given an explicit ``dtype`` attribute (``sum(..., dtype=...)``) returns what was asked. An op
+        named in :attr:`reduced_float_kernels` runs that kernel instead, on the float16/bfloat16 arrays.
+        """
+        compute = self.reduced_float_compute
+        if compute is None:
+            return kernel(ctx, xp, *arrays, **attrs)
+        special = self.reduced_float_kernels.get(getattr(type(ctx), "name_", None))
+        if special is not None:
+            out = special(ctx, xp, *arrays, **attrs)
+            if out is not NotImplemented:
+                return out
+        wide = self.native_dtype(compute)
+        from_native = self.from_native
+        reduced = next((from_native[a.dtype] for a in arrays if _is_reduced(from_native, a)), None)
+        up = [self.widen_reduced(a, wide) if _is_reduced(from_native, a) else a for a in arrays]
+        out = kernel(ctx, xp, *up, **attrs)
+        del up  # the widened inputs go before the result is rounded: less memory held at once
+        if reduced is None or attrs.get("dtype") is not None:
+            return out
+        narrow = self.native_dtype(reduced)
+        if isinstance(out, (tuple, list)):
+            return tuple(self.narrow_reduced(o, narrow) if o.dtype == wide else o for o in out)
+        return self.narrow_reduced(out, narrow) if out.dtype == wide else out
+
+    def widen_reduced(self, array, wide):
+        """A float16/bfloat16 ``array`` converted (exactly) to the native dtype ``wide``."""
+        return self.xp.astype(array, wide)
+
+    def narrow_reduced(self, array, narrow):
+        """``array`` rounded to the native float16/bfloat16 dtype ``narrow`` (to nearest, ties to even).
+
+        ``array`` is a kernel's result; when no one else holds it, an override may use its memory as scratch.
+        """
+        return self.xp.astype(array, narrow)
 
     # -- data in and out ------------------------------------------------------
     def asarray(self, data, dtype, device):
@@ -135,3 +184,11 @@ class Backend:
     def describe(self) -> str:
         """One line for ``python -m ember info``."""
         return f"{self.device_count()} device(s)"
+
+
+def _is_reduced(from_native, a) -> bool:
+    """Whether ``a`` is an array (not a Python scalar or ``None``) of float16 or bfloat16."""
+    try:
+        return from_native[a.dtype].is_reduced_float
+    except (AttributeError, KeyError, TypeError):
+        return False

@@ -12,13 +12,14 @@ device(type='cpu', index=1)
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 
 from .. import _dtype as dt
 from .._device import forget_backends
 from .._plugins import hookimpl
-from . import cpu_kernels
+from . import cpu_kernels, cpu_reduced, reduced_casts
 from .backend import Backend
 from .numpy_namespace import xp
 
@@ -33,6 +34,8 @@ class _NativeDtypes(dict):
         return native
 
 
+#: references to a kernel's result inside ``narrow_reduced``: the caller's local, the argument, getrefcount's own
+_CALLER_REFS = 3
 _DTYPES = _NativeDtypes({d: dt.numpy_dtype(d) for d in dt.ALL_DTYPES if d is not dt.bfloat16})
 
 
@@ -42,6 +45,7 @@ class CPUBackend(Backend):
     name = "cpu"
     xp = xp
     dtypes = _DTYPES
+    reduced_float_kernels = cpu_reduced.KERNELS
 
     def __init__(self):
         self._count = None
@@ -82,6 +86,15 @@ class CPUBackend(Backend):
             return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         except (AttributeError, ValueError, OSError):  # no sysconf (Windows) or no such name
             return None
+
+    def widen_reduced(self, array, wide):
+        return reduced_casts.widen(array) if wide == np.float32 else array.astype(wide)
+
+    def narrow_reduced(self, array, narrow):
+        # an array that owns its memory and that only the caller (run_reduced_float) and this call hold is a
+        # kernel's fresh result, free to round in place
+        owned = array.flags.owndata and array.flags.writeable and sys.getrefcount(array) <= _CALLER_REFS
+        return reduced_casts.narrow(array, narrow, scratch=owned)
 
     def describe(self) -> str:
         return f"NumPy {np.__version__}, {self.device_count()} logical device(s)"

@@ -16,13 +16,16 @@ class LinAlgError(RuntimeError):
 BACKEND_ERRORS = (np.linalg.LinAlgError,)
 
 
-def check_matrix(fn, A, square=True):
-    """``A`` must be a floating tensor of (batches of) matrices, square unless ``square`` is False."""
+def check_matrix(fn, A, square=True, reduced_ok=False):
+    """``A`` must be a floating tensor of (batches of) matrices, square unless ``square`` is False, and not
+    float16/bfloat16 unless ``reduced_ok`` (PyTorch's CPU has no decompositions in those dtypes)."""
     if not isinstance(A, Tensor):
         raise TypeError(f"{fn}(): argument 'A' must be Tensor, not {type(A).__name__}")
     if A.ndim < 2:
         raise RuntimeError(f"{fn}: The input tensor A must have at least 2 dimensions.")
     check_float(fn, A)
+    if not reduced_ok:
+        check_not_reduced(fn, A)
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{fn}: A must be batches of square matrices, but they are {A.shape[-2]} by "
                            f"{A.shape[-1]} matrices")
@@ -32,6 +35,12 @@ def check_float(fn, A):
     if not A._dtype.is_floating_point:
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. "
                            f"Got {A._dtype.scalar_type_name}")
+
+
+def check_not_reduced(fn, A):
+    if A._dtype.is_reduced_float:
+        raise RuntimeError(f"{fn}: Low precision dtypes not supported. Got {A._dtype.scalar_type_name}; "
+                           "convert to float32 first (A.float())")
 
 
 def const(like, array):

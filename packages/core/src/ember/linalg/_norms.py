@@ -96,7 +96,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # no
     """
     if dtype is not None:
         A = A.to(dtype)
-    check_matrix("linalg.matrix_norm", A, square=False)
+    check_matrix("linalg.matrix_norm", A, square=False, reduced_ok=ord not in ("nuc", 2, -2))
     if not (isinstance(dim, (tuple, list)) and len(dim) == 2):
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim}")
     if ord not in _MATRIX_ORDS:

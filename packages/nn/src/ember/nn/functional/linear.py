@@ -45,7 +45,9 @@ class LinearNoBias(Op):
     def backward(ctx, g):
         x, w = ctx.saved_tensors[:2]
         need = ctx.needs_input_grad
-        if not is_grad_enabled():  # first order: straight on the arrays, three BLAS/reduction calls
+        # first order: straight on the arrays, three BLAS/reduction calls (float16/bfloat16 through the ops, which
+        # compute them in float32)
+        if not is_grad_enabled() and not g.dtype.is_reduced_float:
             return _backward_arrays(g, x, w, need)
         g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
         gx = matmul(g, w) if need[0] else None
