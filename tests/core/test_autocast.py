@@ -110,23 +110,13 @@ CASES = [
 
 LOW = [ember.bfloat16, ember.float16]
 
-# Until this branch meets the float16/bfloat16 CPU kernels of the "mem-lowp" branch of issue 16, NumPy's
-# bfloat16 matrix products return float32 (and a few bfloat16 kernels fail): those cases are expected to fail
-# here, and run as ordinary cases once ``mm`` of two bfloat16 tensors is bfloat16. Delete after that merge.
-_BF16_KERNELS_PENDING = ember.mm(ember.ones(1, 1).bfloat16(), ember.ones(1, 1).bfloat16()).dtype is not ember.bfloat16
-_PENDING = {"mm", "matmul", "bmm", "baddbmm", "addmm", "einsum", "linear", "linear without bias", "mv", "nn.GRU",
-            "linalg.vector_norm", "max_pool2d"}
-
-
 def _expected(kind, region, given):
     return {LOWER: region, FP32: ember.float32, KEEP: given}[kind]
 
 
 @pytest.mark.parametrize("region", LOW, ids=str)
 @pytest.mark.parametrize("name,kind,call", CASES, ids=[c[0] for c in CASES])
-def test_each_ops_output_dtype_on_the_cpu_is_pytorchs(name, kind, call, region, request):
-    if _BF16_KERNELS_PENDING and region is ember.bfloat16 and name in _PENDING:
-        request.applymarker(pytest.mark.xfail(reason="bfloat16 CPU kernels of branch mem-lowp", strict=True))
+def test_each_ops_output_dtype_on_the_cpu_is_pytorchs(name, kind, call, region):
     for given in (ember.float32, region):
         with ember.autocast("cpu", dtype=region):
             out = call(given)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
+from ..amp.autocast_mode import autocast_casts
 from ..ops.creation import tensor
 
 
@@ -16,15 +17,16 @@ class LinAlgError(RuntimeError):
 BACKEND_ERRORS = (np.linalg.LinAlgError,)
 
 
-def check_matrix(fn, A, square=True, reduced_ok=False):
+def check_matrix(fn, A, square=True, reduced_ok=False, op=None):
     """``A`` must be a floating tensor of (batches of) matrices, square unless ``square`` is False, and not
-    float16/bfloat16 unless ``reduced_ok`` (PyTorch's CPU has no decompositions in those dtypes)."""
+    float16/bfloat16 unless ``reduced_ok`` (PyTorch's CPU has no decompositions in those dtypes) or an autocast
+    region casts the inputs of ``op`` (the op's name) to float32."""
     if not isinstance(A, Tensor):
         raise TypeError(f"{fn}(): argument 'A' must be Tensor, not {type(A).__name__}")
     if A.ndim < 2:
         raise RuntimeError(f"{fn}: The input tensor A must have at least 2 dimensions.")
     check_float(fn, A)
-    if not reduced_ok:
+    if not reduced_ok and not (op is not None and autocast_casts(op, A)):
         check_not_reduced(fn, A)
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{fn}: A must be batches of square matrices, but they are {A.shape[-2]} by "

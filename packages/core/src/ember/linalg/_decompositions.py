@@ -57,7 +57,7 @@ def cholesky(A, *, upper=False):
     tensor([[2., 0.],
             [1., 1.]])
     """
-    check_matrix("linalg.cholesky", A)
+    check_matrix("linalg.cholesky", A, op="linalgcholeskyex")
     L = LinalgCholeskyEx.apply(A)
     return L.mT if upper else L
 
@@ -121,7 +121,7 @@ def qr(A, mode="reduced"):
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
                            f"or 'complete'")
-    check_matrix("linalg.qr", A, square=False)
+    check_matrix("linalg.qr", A, square=False, op="linalgqr")
     return QRResult(*LinalgQr.apply(A, mode=mode))
 
 
@@ -157,7 +157,7 @@ def eigh(A, UPLO="L"):
     """
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
-    check_matrix("linalg.eigh", A)
+    check_matrix("linalg.eigh", A, op="linalgeigh")
     return EighResult(*LinalgEigh.apply(A, upper=UPLO == "U"))
 
 
@@ -213,7 +213,7 @@ def svd(A, full_matrices=True):
     >>> ember.linalg.svd(ember.tensor([[3., 0.], [0., -4.]])).S
     tensor([4., 3.])
     """
-    check_matrix("linalg.svd", A, square=False)
+    check_matrix("linalg.svd", A, square=False, op="linalgsvd")
     return SVDResult(*LinalgSvd.apply(A, full_matrices=full_matrices))
 
 
@@ -224,7 +224,7 @@ def svdvals(A):
     >>> ember.linalg.svdvals(ember.tensor([[0., 2.], [1., 0.]]))
     tensor([2., 1.])
     """
-    check_matrix("linalg.svdvals", A, square=False)
+    check_matrix("linalg.svdvals", A, square=False, op="linalgsvd")
     return LinalgSvd.apply(A, full_matrices=False)[1]
 
 

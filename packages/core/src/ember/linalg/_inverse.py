@@ -93,7 +93,7 @@ def inv(A):
     tensor([[0.5000, 0.0000],
             [0.0000, 0.2500]])
     """
-    check_matrix("linalg.inv", A)
+    check_matrix("linalg.inv", A, op="linalginvex")
     return LinalgInvEx.apply(A)
 
 
@@ -133,7 +133,7 @@ def solve(A, B, *, left=True):
     >>> ember.linalg.solve(ember.tensor([[2., 0.], [0., 4.]]), ember.tensor([2., 2.]))
     tensor([1.0000, 0.5000])
     """
-    check_matrix("linalg.solve", A)
+    check_matrix("linalg.solve", A, op="linalgsolveex")
     if not isinstance(B, Tensor):
         raise TypeError(f"linalg.solve(): argument 'B' must be Tensor, not {type(B).__name__}")
     if A._dtype is not B._dtype:
