@@ -31,18 +31,29 @@ def make_step(model, optimizer, mode):
         x = ember.randn(batch_size, WIDTH)
         y = ember.randint(0, CLASSES, (batch_size,))
         optimizer.zero_grad()
-        if mode == "checkpoint":
-            hidden = checkpoint_sequential(model[:-1], 4, x, use_reentrant=False)
-            logits = model[-1](hidden)
-        elif mode == "bfloat16":
-            with ember.autocast("cpu", dtype=ember.bfloat16):
+        try:
+            if mode == "checkpoint":
+                hidden = checkpoint_sequential(model[:-1], 4, x, use_reentrant=False)
+                logits = model[-1](hidden)
+            elif mode == "bfloat16":
+                with ember.autocast("cpu", dtype=ember.bfloat16):
+                    logits = model(x)
+            else:
                 logits = model(x)
-        else:
-            logits = model(x)
-        loss = nn.functional.cross_entropy(logits.float(), y)
-        loss.backward()
+            loss = nn.functional.cross_entropy(logits.float(), y)
+            loss.backward()
+        except ember.OutOfMemoryError:
+            optimizer.zero_grad()  # a backward cut short leaves some gradients: drop them with the rest
+            raise
         optimizer.step()
     return step
+
+
+def step_peak(step, batch_size, held):
+    """The bytes one step of ``batch_size`` rows needs above what the model holds."""
+    ember.reset_peak_memory_stats()
+    step(batch_size)
+    return ember.max_memory_allocated() - held
 
 
 def main():
@@ -57,17 +68,18 @@ def main():
         make_step(model, optimizer, "plain")(4096)
     except ember.OutOfMemoryError as error:
         print("batch 4096:", str(error).splitlines()[0])
-        print(f"  asked {error.requested_bytes / MiB:.1f} MiB for {error.op}, {error.shape}; the device held "
-              f"{error.allocated / MiB:.1f} MiB, autograd kept {error.saved_bytes / MiB:.1f} MiB for backward")
+        print(f"  the device held {error.allocated / MiB:.1f} MiB; largest tensor: "
+              f"{list(error.top_tensors[0]['shape'])}")
 
-    # 2-4. the largest batch that fits, plain, with checkpointing, with bfloat16
+    # 2-4. what a step of 1024 rows needs, and the largest batch that fits: plain, checkpointed, bfloat16
     found = {}
     for mode in ("plain", "checkpoint", "bfloat16"):
-        search = find_max_batch_size(make_step(model, optimizer, mode), start=64, max=8192)
+        step = make_step(model, optimizer, mode)
+        peak = step_peak(step, 1024, held)
+        search = find_max_batch_size(step, start=256, max=8192)
         found[mode] = search.batch_size
-        peak = max(t.peak_bytes for t in search.tries if t.ok) - held
-        print(f"{mode:>10}: largest batch {search.batch_size:5d} (the step's peak {peak / MiB:.1f} MiB above "
-              f"the model's, {len(search.tries)} tries)")
+        print(f"{mode:>10}: a step of 1024 rows needs {peak / MiB:5.1f} MiB; largest batch under the cap: "
+              f"{search.batch_size}")
     ember.memory.set_memory_limit(None)
     return found
 

@@ -115,7 +115,7 @@ def test_report_counts_what_autograd_keeps_for_backward():
     with pytest.raises(ember.OutOfMemoryError) as info:
         ember.zeros(10)
     assert info.value.saved_bytes == 80_000
-    assert "autograd keeps 78.12 KiB of it for backward" in str(info.value)
+    assert "autograd keeps 78.12 KiB for backward" in str(info.value)
     ember.memory.set_memory_limit(None)
     c.sum().backward()  # frees what was kept
     _cap(0)

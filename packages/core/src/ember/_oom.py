@@ -158,7 +158,8 @@ def _message(facts, frames, cause, history_on) -> str:
              f"The device holds {fmt_bytes(facts['allocated'])} in tensors (reserved {fmt_bytes(facts['reserved'])}, "
              f"peak {fmt_bytes(facts['peak'])}, limit "
              f"{fmt_bytes(facts['limit']) if facts['limit'] is not None else 'none set'}); autograd keeps "
-             f"{fmt_bytes(facts['saved_bytes'])} of it for backward."]
+             f"{fmt_bytes(facts['saved_bytes'])} for backward (the weights and activations its graphs hold, arrays a "
+             "graph kept after their tensors went included)."]
     if facts["top_tensors"]:
         lines.append("Largest live tensors:")
         for t in facts["top_tensors"]:
