@@ -6,6 +6,22 @@ import pytest
 
 import ember
 from ember import nn
+from ember.nn.common_types import _ratio_2_t, _size_1_t, _size_2_t, _size_any_t, _tensor_list_t
+from ember.nn.modules.batchnorm import _BatchNorm
+from ember.nn.modules.conv import _ConvNd
+from ember.nn.modules.dropout import _DropoutNd
+from ember.nn.modules.linear import NonDynamicallyQuantizableLinear
+from ember.nn.modules.loss import _Loss, _WeightedLoss
+from ember.nn.modules.padding import ReflectionPad1d, ZeroPad2d
+from ember.nn.modules.utils import (
+    _list_with_default,
+    _ntuple,
+    _pair,
+    _quadruple,
+    _reverse_repeat_tuple,
+    _single,
+    _triple,
+)
 
 #: (module path after ``ember.nn.``, names a program imports from it); the paths are PyTorch 2.13's
 PATHS = [
@@ -40,11 +56,6 @@ def test_pytorchs_module_paths_hold_ember_nns_classes(path, names):
 
 
 def test_private_base_classes_programs_subclass_or_test_against():
-    from ember.nn.modules.batchnorm import _BatchNorm
-    from ember.nn.modules.conv import _ConvNd
-    from ember.nn.modules.dropout import _DropoutNd
-    from ember.nn.modules.loss import _Loss, _WeightedLoss
-
     assert isinstance(nn.BatchNorm2d(3), _BatchNorm) and not isinstance(nn.LayerNorm(3), _BatchNorm)
     assert isinstance(nn.Conv2d(1, 1, 1), _ConvNd) and isinstance(nn.Dropout(), _DropoutNd)
     assert isinstance(nn.CrossEntropyLoss(), _WeightedLoss) and isinstance(nn.MSELoss(), _Loss)
@@ -52,8 +63,6 @@ def test_private_base_classes_programs_subclass_or_test_against():
 
 
 def test_non_dynamically_quantizable_linear_is_a_linear_in_linear():
-    from ember.nn.modules.linear import NonDynamicallyQuantizableLinear
-
     assert issubclass(NonDynamicallyQuantizableLinear, nn.Linear)
     mha = nn.MultiheadAttention(8, 2)
     assert type(mha.out_proj) is NonDynamicallyQuantizableLinear
@@ -63,9 +72,6 @@ def test_non_dynamically_quantizable_linear_is_a_linear_in_linear():
 
 
 def test_tuple_helpers_of_modules_utils():
-    from ember.nn.modules.utils import _list_with_default, _ntuple, _pair, _quadruple, _reverse_repeat_tuple, \
-        _single, _triple
-
     assert _single(3) == (3,) and _pair(3) == (3, 3) and _triple(0) == (0, 0, 0) and _quadruple(1) == (1,) * 4
     assert _pair([1, 2]) == (1, 2) and _triple((4, 5, 6)) == (4, 5, 6)
     assert _pair((1, 2, 3)) == (1, 2, 3)  # as in PyTorch: an iterable is taken as it is, its length unchecked
@@ -79,16 +85,12 @@ def test_tuple_helpers_of_modules_utils():
 
 
 def test_common_types_aliases():
-    from ember.nn.common_types import _ratio_2_t, _size_1_t, _size_2_t, _size_any_t, _tensor_list_t
-
     assert _size_2_t == int | tuple[int, int] and _size_1_t == int | tuple[int]
     assert _size_any_t == int | tuple[int, ...] and _ratio_2_t == float | tuple[float, float]
     assert _tensor_list_t == ember.Tensor | tuple[ember.Tensor, ...]
 
 
 def test_padding_layers_moved_with_their_behaviour():
-    from ember.nn.modules.padding import ReflectionPad1d, ZeroPad2d
-
     assert ZeroPad2d((1, 1, 2, 0))(ember.ones(1, 2, 2)).shape == (1, 4, 4)
     assert ReflectionPad1d(1)(ember.tensor([[[1.0, 2.0, 3.0]]])).tolist() == [[[2.0, 1.0, 2.0, 3.0, 2.0]]]
     assert repr(ZeroPad2d(1)) == "ZeroPad2d((1, 1, 1, 1))"
