@@ -151,9 +151,7 @@ class LBFGS(Optimizer):
             if float(xp.max(xp.abs(d * t))) <= tolerance_change or abs(loss - prev_loss) < tolerance_change:
                 break  # lack of progress
         memory.d = d
-        memory.to_state(state, first)
-        state["t"] = t
-        state["prev_loss"] = prev_loss
+        memory.to_state(state, first, t, prev_loss)
         return orig_loss
 
 
@@ -187,7 +185,8 @@ class _Memory:
         memory.al = [None if a is None else float(a) for a in state.get("al", [])]
         return memory
 
-    def to_state(self, state, param) -> None:
+    def to_state(self, state, param, t, prev_loss) -> None:
+        """Store the history in ``state`` as tensors like ``param``, in the order PyTorch's keys come in."""
         device, dtype = param.device, param.dtype
 
         def tensor(a):
@@ -196,14 +195,16 @@ class _Memory:
         def scalar(value):
             return ember.tensor(value, dtype=dtype, device=device)
 
+        if self.al:
+            state["al"] = [None if a is None else scalar(a) for a in self.al]
         state["d"] = tensor(self.d)
+        state["t"] = t
         state["old_dirs"] = [tensor(y) for y in self.old_dirs]
         state["old_stps"] = [tensor(s) for s in self.old_stps]
         state["ro"] = [scalar(r) for r in self.ro]
         state["H_diag"] = scalar(self.h_diag)
         state["prev_flat_grad"] = tensor(self.prev_flat_grad)
-        if self.al:
-            state["al"] = [None if a is None else scalar(a) for a in self.al]
+        state["prev_loss"] = prev_loss
 
     def remember(self, y, s, history_size: int) -> None:
         """Keep the pair ``(y, s)`` when the curvature ``y . s`` is positive enough, dropping the oldest pair
