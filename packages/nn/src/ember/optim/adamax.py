@@ -4,8 +4,7 @@ from __future__ import annotations
 import ember
 from ember._sibling_api import array, array_namespace, mark_modified
 
-from .optimizer import (Optimizer, advance_step, check_differentiable, check_options, grad_array, lerp_,
-                        new_step_tensor)
+from .optimizer import Optimizer, advance_step, check_differentiable, check_options, grad_array, lerp_, new_step_tensor
 
 __all__ = ["Adamax"]
 
