@@ -336,3 +336,57 @@ def test_cubic_interpolation():
     assert cubic_interpolate(0.0, 1.0, -2.0, 3.0, 4.0, 4.0, bounds=(1.5, 2.0)) == 1.5
     # no real minimiser (slopes of a concave cubic): the midpoint of the bounds
     assert cubic_interpolate(0.0, 0.0, 1.0, 1.0, 2 / 3, 1.0) == 0.5
+
+
+# -- Adafactor --------------------------------------------------------------------------------------------------------
+def ref_adafactor(p, grads, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0, weight_decay=0.0):
+    eps1 = np.finfo(p.dtype).eps if eps[0] is None else eps[0]
+
+    def rms(a):
+        return np.sqrt((a ** 2).mean())
+
+    row = np.zeros(p.shape[:-1] + (1,))
+    col = np.zeros(p.shape[:-2] + (1, p.shape[-1])) if p.ndim > 1 else None
+    v = np.zeros_like(p)
+    for t, g in enumerate(grads, start=1):
+        b = 1 - t ** beta2_decay  # beta2_t
+        alpha = max(eps[1], rms(p)) * min(lr, 1 / math.sqrt(t))
+        p = p * (1 - lr * weight_decay)
+        if p.ndim > 1:
+            row = b * row + (1 - b) * (g ** 2).mean(-1, keepdims=True)
+            col = b * col + (1 - b) * (g ** 2).mean(-2, keepdims=True)
+            var = row @ col / np.maximum(row.mean(-2, keepdims=True), eps1)
+        else:
+            v = b * v + (1 - b) * g ** 2
+            var = v
+        u = g / np.sqrt(np.maximum(var, eps1 ** 2))
+        p = p - alpha / max(1, rms(u) / d) * u
+    return p
+
+
+@pytest.mark.parametrize("shape", [(4,), (3, 5), (2, 3, 4)])
+@pytest.mark.parametrize("kwargs", [{}, {"lr": 0.3, "beta2_decay": -0.5, "eps": (1e-3, 1e-2), "d": 1.5,
+                                         "weight_decay": 0.2}])
+def test_adafactor_follows_the_formulas(shape, kwargs):
+    rng = np.random.default_rng(len(shape))
+    p0 = rng.standard_normal(shape)
+    grads = [rng.standard_normal(shape) for _ in range(3)]
+    got, opt = run(ember.optim.Adafactor, grads, p0, **kwargs)
+    np.testing.assert_allclose(got, ref_adafactor(p0, grads, **kwargs), rtol=1e-12, atol=1e-14)
+    state = opt.state[opt.param_groups[0]["params"][0]]
+    if len(shape) > 1:
+        assert set(state) == {"step", "row_var", "col_var"}
+        assert state["row_var"].shape == shape[:-1] + (1,) and state["col_var"].shape == shape[:-2] + (1, shape[-1])
+    else:
+        assert set(state) == {"step", "variance"}
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"lr": -1}, "Learning rate should be >= 0 but is: -1"),
+    ({"beta2_decay": 0.5}, "beta2_decay should be <= 0 but is: 0.5"),
+    ({"eps": (-1, 1e-3)}, "epsilon1 should be >= 0 but is: -1"),
+    ({"d": 0.5}, "Clipping threshold d should be >= 1 but is: 0.5"),
+])
+def test_adafactor_bad_options(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ember.optim.Adafactor([ember.zeros(2, requires_grad=True)], **kwargs)

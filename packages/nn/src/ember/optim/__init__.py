@@ -10,6 +10,7 @@ tensor([0.], requires_grad=True)
 """
 from . import lr_scheduler  # noqa: F401
 from .adadelta import *  # noqa: F401,F403
+from .adafactor import *  # noqa: F401,F403
 from .adagrad import *  # noqa: F401,F403
 from .adam import *  # noqa: F401,F403
 from .adamax import *  # noqa: F401,F403
