@@ -390,3 +390,21 @@ def test_adafactor_follows_the_formulas(shape, kwargs):
 def test_adafactor_bad_options(kwargs, message):
     with pytest.raises(ValueError, match=message):
         ember.optim.Adafactor([ember.zeros(2, requires_grad=True)], **kwargs)
+
+
+# -- SparseAdam: ember has no sparse gradients, so it refuses the dense ones as PyTorch's does --------------------------
+def test_sparse_adam_refuses_dense_gradients_as_pytorch_does():
+    emb = ember.nn.Embedding(5, 2, sparse=True)
+    opt = ember.optim.SparseAdam(emb.parameters(), lr=0.1)
+    assert list(opt.state_dict()["param_groups"][0]) == ["lr", "betas", "eps", "maximize", "params"]  # PyTorch's
+    before = emb.weight.detach().numpy().copy()
+    assert opt.step(lambda: ember.tensor(2.0)).item() == 2.0  # no gradient yet: nothing to refuse
+    emb(ember.tensor([1, 3])).sum().backward()
+    with pytest.raises(RuntimeError, match=r"^SparseAdam does not support dense gradients, please consider Adam "
+                                           r"instead \(ember has no sparse tensors"):
+        opt.step()
+    np.testing.assert_array_equal(emb.weight.detach().numpy(), before)
+    for kwargs, message in (({"lr": 0.0}, "Invalid learning rate: 0.0"), ({"eps": 0}, "Invalid epsilon value: 0"),
+                            ({"betas": (1.0, 0.9)}, "Invalid beta parameter at index 0: 1.0")):
+        with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+            ember.optim.SparseAdam(emb.parameters(), **kwargs)

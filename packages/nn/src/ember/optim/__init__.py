@@ -23,3 +23,4 @@ from .radam import *  # noqa: F401,F403
 from .rmsprop import *  # noqa: F401,F403
 from .rprop import *  # noqa: F401,F403
 from .sgd import *  # noqa: F401,F403
+from .sparse_adam import *  # noqa: F401,F403
