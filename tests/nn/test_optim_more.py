@@ -408,3 +408,26 @@ def test_sparse_adam_refuses_dense_gradients_as_pytorch_does():
                             ({"betas": (1.0, 0.9)}, "Invalid beta parameter at index 0: 1.0")):
         with pytest.raises(ValueError, match=message.replace("(", r"\(")):
             ember.optim.SparseAdam(emb.parameters(), **kwargs)
+
+
+# -- Muon ---------------------------------------------------------------------------------------------------------------
+def test_muon_orthogonalises_the_momentum_and_scales_lr_by_shape():
+    rng = np.random.default_rng(5)
+    p0, g = rng.standard_normal((6, 3)), rng.standard_normal((6, 3))
+    got, opt = run(ember.optim.Muon, [g], p0, lr=0.1, weight_decay=0.5, ns_steps=10)
+    # step 1: b = 0.05 g, Nesterov u = 0.05 g + 0.95 b; NS(u) is close to the polar factor U V^T of g
+    # (bfloat16 and the quintic's overshoot leave its singular values within about 0.3 of 1)
+    u, _, vt = np.linalg.svd(g, full_matrices=False)
+    step = (p0 * (1 - 0.1 * 0.5) - got) / (0.1 * math.sqrt(6 / 3))
+    np.testing.assert_allclose(np.linalg.svd(step, compute_uv=False), 1.0, atol=0.35)
+    assert np.abs(step - u @ vt).max() < 0.35
+    np.testing.assert_allclose(opt.state[opt.param_groups[0]["params"][0]]["momentum_buffer"].numpy(), 0.05 * g,
+                               rtol=1e-12)
+    wide, _ = run(ember.optim.Muon, [g.T], p0.T, lr=0.1, weight_decay=0.0, adjust_lr_fn="match_rms_adamw")
+    assert wide.shape == (3, 6)
+    with pytest.raises(ValueError, match="Muon only supports 2D parameters"):
+        ember.optim.Muon([ember.zeros(3, requires_grad=True)])
+    with pytest.raises(ValueError, match="Adjust learning rate function sqrt is not supported"):
+        ember.optim.Muon([ember.zeros(2, 2, requires_grad=True)], adjust_lr_fn="sqrt")
+    with pytest.raises(ValueError, match="Number of steps must be less than 100"):
+        run(ember.optim.Muon, [g], p0, ns_steps=100)

@@ -35,7 +35,7 @@ def rosenbrock(x):
 
 def test_every_optimizer_of_the_fixtures_is_covered():
     assert {spec["optimizer"] for spec in STEP_CASES.values()} == {"Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
-                                                                   "Rprop", "Adafactor"}
+                                                                   "Rprop", "Adafactor", "Muon"}
 
 
 @pytest.mark.parametrize("case", sorted(STEP_CASES))

@@ -17,6 +17,7 @@ from .adamax import *  # noqa: F401,F403
 from .adamw import *  # noqa: F401,F403
 from .asgd import *  # noqa: F401,F403
 from .lbfgs import *  # noqa: F401,F403
+from .muon import *  # noqa: F401,F403
 from .nadam import *  # noqa: F401,F403
 from .optimizer import *  # noqa: F401,F403
 from .radam import *  # noqa: F401,F403
