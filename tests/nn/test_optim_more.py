@@ -338,7 +338,7 @@ def test_cubic_interpolation():
     assert cubic_interpolate(0.0, 0.0, 1.0, 1.0, 2 / 3, 1.0) == 0.5
 
 
-# -- Adafactor --------------------------------------------------------------------------------------------------------
+# -- Adafactor -------------------------------------------------------------------------------------------------------
 def ref_adafactor(p, grads, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0, weight_decay=0.0):
     eps1 = np.finfo(p.dtype).eps if eps[0] is None else eps[0]
 
@@ -392,7 +392,7 @@ def test_adafactor_bad_options(kwargs, message):
         ember.optim.Adafactor([ember.zeros(2, requires_grad=True)], **kwargs)
 
 
-# -- SparseAdam: ember has no sparse gradients, so it refuses the dense ones as PyTorch's does --------------------------
+# -- SparseAdam: ember has no sparse gradients, so it refuses the dense ones as PyTorch's does -------------------------
 def test_sparse_adam_refuses_dense_gradients_as_pytorch_does():
     emb = ember.nn.Embedding(5, 2, sparse=True)
     opt = ember.optim.SparseAdam(emb.parameters(), lr=0.1)
@@ -410,7 +410,7 @@ def test_sparse_adam_refuses_dense_gradients_as_pytorch_does():
             ember.optim.SparseAdam(emb.parameters(), **kwargs)
 
 
-# -- Muon ---------------------------------------------------------------------------------------------------------------
+# -- Muon --------------------------------------------------------------------------------------------------------------
 def test_muon_orthogonalises_the_momentum_and_scales_lr_by_shape():
     rng = np.random.default_rng(5)
     p0, g = rng.standard_normal((6, 3)), rng.standard_normal((6, 3))
