@@ -166,3 +166,153 @@ def test_encoder_stacks_deep_copies_then_norm():
     keys = list(encoder.state_dict())
     assert keys[:2] == ["layers.0.self_attn.in_proj_weight", "layers.0.self_attn.in_proj_bias"]
     assert keys[-2:] == ["norm.weight", "norm.bias"] and len(keys) == 2 * len(TORCH_LAYER_KEYS) + 2
+
+
+# -- Transformer, TransformerDecoderLayer, TransformerDecoder (PyTorch's numbers: test_transformer_torch.py) ------
+def test_generate_square_subsequent_mask_is_pytorchs():
+    mask = nn.Transformer.generate_square_subsequent_mask(4)
+    assert mask.dtype == ember.float32 and mask.shape == (4, 4)
+    np.testing.assert_array_equal(mask.numpy(), np.triu(np.full((4, 4), -np.inf, np.float32), 1))
+    assert nn.Transformer.generate_square_subsequent_mask(2, dtype=F64).dtype == F64
+    assert nn.Transformer(8, 2, 1, 1, 16).generate_square_subsequent_mask(1).tolist() == [[0.0]]
+
+
+def test_transformer_initialisation_is_xavier_on_matrices():
+    ember.manual_seed(0)
+    model = nn.Transformer(d_model=64, nhead=4, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=256)
+    for name, p in model.named_parameters():
+        values = p.detach().numpy()
+        if p.dim() > 1:
+            bound = math.sqrt(6 / sum(p.shape))
+            assert np.abs(values).max() <= bound, name
+            # the variance of U(-b, b) is b^2 / 3; Linear's own init (b = 1/sqrt(fan_in)) gives 25% less here
+            np.testing.assert_allclose(values.var(), bound ** 2 / 3, rtol=0.08, err_msg=name)
+        elif name.endswith("in_proj_bias") or name.endswith("out_proj.bias") or name.endswith("norm1.bias"):
+            assert not values.any(), name
+        elif "norm" in name and name.endswith("weight"):
+            assert (values == 1).all(), name
+    assert model.d_model == 64 and model.nhead == 4 and model.batch_first is False
+
+
+def test_transformer_custom_encoder_and_decoder_and_defaults():
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16), 1)
+    decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, 16), 3)
+    model = nn.Transformer(d_model=8, nhead=2, custom_encoder=encoder, custom_decoder=decoder)
+    assert model.encoder is encoder and model.decoder is decoder and len(model.decoder.layers) == 3
+    assert encoder.norm is None and not any(k.startswith("decoder.norm") for k in model.state_dict())
+    default = nn.Transformer()
+    assert len(default.encoder.layers) == 6 and len(default.decoder.layers) == 6
+    assert default.encoder.layers[0].linear1.out_features == 2048
+    assert default.decoder.layers[0].dropout.p == 0.1 and default.encoder.norm.eps == 1e-5
+
+
+def test_transformer_shape_errors_are_pytorchs():
+    model = nn.Transformer(8, 2, 1, 1, 16)
+    with pytest.raises(RuntimeError, match="the batch number of src and tgt must be equal"):
+        model(ember.randn(5, 2, 8), ember.randn(4, 3, 8))
+    with pytest.raises(RuntimeError, match="the feature number of src and tgt must be equal to d_model"):
+        model(ember.randn(5, 2, 8), ember.randn(4, 2, 6))
+    first = nn.Transformer(8, 2, 1, 1, 16, batch_first=True)
+    with pytest.raises(RuntimeError, match="the batch number of src and tgt must be equal"):
+        first(ember.randn(2, 5, 8), ember.randn(3, 5, 8))
+    with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
+        model(ember.randn(5, 2, 8), ember.randn(4, 2, 8), memory_is_causal=True)
+    with pytest.raises(AssertionError, match="only bool and floating types of src_key_padding_mask"):
+        model(ember.randn(5, 2, 8), ember.randn(4, 2, 8), src_key_padding_mask=ember.zeros(2, 5, dtype=ember.int64))
+
+
+def _causal_flags(stack):
+    """The ``is_causal`` / ``tgt_is_causal`` each layer of ``stack`` is called with (forward pre-hooks)."""
+    seen = []
+    for layer in stack.layers:
+        layer.register_forward_pre_hook(
+            lambda m, args, kwargs: seen.append(kwargs.get("is_causal", kwargs.get("tgt_is_causal"))),
+            with_kwargs=True)
+    return seen
+
+
+def test_encoder_and_decoder_detect_a_causal_mask_as_pytorch_does():
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 2).eval()
+    seen = _causal_flags(encoder)
+    src = ember.randn(3, 5, 8)
+    causal = nn.Transformer.generate_square_subsequent_mask(5)
+    encoder(src, mask=causal)
+    encoder(src, mask=causal.masked_fill(ember.eye(5, dtype=ember.bool), -1.0))  # not the causal mask
+    encoder(src, mask=causal, is_causal=False)  # an explicit hint wins
+    encoder(src, mask=causal < 0)  # a bool mask (True = ignore) is made float first, and then recognised
+    assert seen == [True, True, False, False, False, False, True, True]
+    decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, 16), 1).eval()
+    seen = _causal_flags(decoder)
+    tgt, memory = ember.randn(5, 3, 8), ember.randn(6, 3, 8)
+    decoder(tgt, memory, tgt_mask=causal)
+    decoder(tgt, memory)
+    decoder(tgt, memory, tgt_mask=causal < 0)  # a bool mask is compared with the bool causal mask
+    assert seen == [True, False, True]
+    # the hint changes how the mask is applied, never the result
+    hinted = decoder(tgt, memory, tgt_mask=causal, tgt_is_causal=True)
+    plain = decoder(tgt, memory, tgt_mask=causal, tgt_is_causal=False)
+    np.testing.assert_allclose(hinted.detach().numpy(), plain.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def ref_decoder_layer(layer, tgt, memory, tgt_mask=None, memory_key_padding_mask=None):
+    """The decoder layer's equations in NumPy (eval mode, relu), sequence-first."""
+    p = {name: t.detach().numpy() for name, t in layer.named_parameters()}
+
+    def norm(k, x):
+        return _layer_norm(x, p[f"norm{k}.weight"], p[f"norm{k}.bias"], layer.norm1.eps)
+
+    def sa(x):
+        return ref_mha(layer.self_attn, x, x, x, attn_mask=tgt_mask)[0]
+
+    def mha(x):
+        return ref_mha(layer.multihead_attn, x, memory, memory, key_padding_mask=memory_key_padding_mask)[0]
+
+    def ff(x):
+        return np.maximum(x @ p["linear1.weight"].T + p["linear1.bias"], 0) @ p["linear2.weight"].T + p["linear2.bias"]
+
+    x = tgt
+    if layer.norm_first:
+        x = x + sa(norm(1, x))
+        x = x + mha(norm(2, x))
+        return x + ff(norm(3, x))
+    x = norm(1, x + sa(x))
+    x = norm(2, x + mha(x))
+    return norm(3, x + ff(x))
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_layer_matches_numpy(norm_first):
+    ember.manual_seed(0)
+    layer = nn.TransformerDecoderLayer(8, 2, 16, norm_first=norm_first, dtype=F64)
+    with ember.no_grad():
+        for p in layer.parameters():
+            p.add_(ember.tensor(np.random.default_rng(1).uniform(-0.2, 0.2, tuple(p.shape))))
+    layer.eval()
+    rng = np.random.default_rng(8)
+    tgt, memory = rng.standard_normal((4, 2, 8)), rng.standard_normal((6, 2, 8))
+    mask = np.triu(np.full((4, 4), -np.inf), 1)
+    kpm = np.zeros((2, 6), bool)
+    kpm[1, 4:] = True
+    out = layer(ember.tensor(tgt), ember.tensor(memory), tgt_mask=ember.tensor(mask),
+                memory_key_padding_mask=ember.tensor(kpm))
+    want = ref_decoder_layer(layer, tgt, memory, tgt_mask=mask, memory_key_padding_mask=kpm)
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-10, atol=1e-12)
+    assert list(layer.state_dict())[4:8] == ["multihead_attn.in_proj_weight", "multihead_attn.in_proj_bias",
+                                             "multihead_attn.out_proj.weight", "multihead_attn.out_proj.bias"]
+
+
+def test_transformer_gradcheck_and_training_dropout():
+    ember.manual_seed(0)
+    model = nn.Transformer(4, 2, 1, 1, 6, dropout=0.0, dtype=F64)
+    rng = np.random.default_rng(9)
+    src = ember.tensor(rng.standard_normal((3, 2, 4)), requires_grad=True)
+    tgt = ember.tensor(rng.standard_normal((2, 2, 4)))
+    mask = nn.Transformer.generate_square_subsequent_mask(2, dtype=F64)
+    assert ember.autograd.gradcheck(lambda s: model(s, tgt, tgt_mask=mask), (src,))
+    dropped = nn.Transformer(8, 2, 1, 1, 16, dropout=0.5).train()
+    src, tgt = ember.randn(5, 2, 8), ember.randn(4, 2, 8)
+    ember.manual_seed(3)
+    first = dropped(src, tgt)
+    ember.manual_seed(3)
+    np.testing.assert_array_equal(dropped(src, tgt).detach().numpy(), first.detach().numpy())
+    assert not np.allclose(dropped.eval()(src, tgt).detach().numpy(), first.detach().numpy())

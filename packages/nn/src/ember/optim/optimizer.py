@@ -387,10 +387,20 @@ def _cast_state(param, value, key=None):
 
 
 # -- what the built-in optimizers share ---------------------------------------------------------
-def new_step_tensor():
-    """The ``'step'`` count a parameter's state starts with: a 0-d float tensor on the CPU, as in PyTorch."""
+def new_step_tensor(value: float = 0.0):
+    """The ``'step'`` count a parameter's state starts with (or another scalar of the state, such as NAdam's
+    ``'mu_product'``): a 0-d float tensor on the CPU, float32 unless float64 is the default dtype, as in PyTorch."""
     dtype = ember.float64 if ember.get_default_dtype() is ember.float64 else ember.float32
-    return ember.zeros((), dtype=dtype)
+    return ember.full((), value, dtype=dtype)
+
+
+def lerp_(m, g, weight: float) -> None:
+    """``m += weight * (g - m)`` in place, on arrays, with PyTorch's ``lerp_`` formula for ``weight >= 0.5``
+    (``g - (g - m) * (1 - weight)``), so moving averages round as PyTorch's do."""
+    if weight < 0.5:
+        m += (g - m) * weight
+    else:
+        m[...] = g - (g - m) * (1 - weight)
 
 
 def advance_step(step_tensor) -> float:

@@ -1,6 +1,7 @@
 """Every layer of ``ember.nn``, one file per family (as in PyTorch's ``torch/nn/modules``)."""
 from .activation import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
+from .batchnorm import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
@@ -10,6 +11,7 @@ from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .module import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
+from .padding import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403

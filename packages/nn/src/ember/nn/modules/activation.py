@@ -1,6 +1,7 @@
 """Activation modules: ReLU, LeakyReLU, ELU, SELU, CELU, GELU, SiLU, Mish, Tanh, Sigmoid, Softplus, Hardtanh,
 ReLU6, Hardsigmoid, Hardswish, LogSigmoid, Softsign, Tanhshrink, Threshold, Hardshrink, Softshrink, GLU, PReLU,
-Softmax, LogSoftmax, Softmin.
+Softmax, LogSoftmax, Softmin; and MultiheadAttention (defined in ``attention``), which PyTorch keeps here, so
+``from ember.nn.modules.activation import MultiheadAttention`` works as it does for PyTorch.
 
 >>> import ember
 >>> from ember import nn
@@ -16,11 +17,12 @@ from ember import no_grad
 
 from .. import functional as F
 from ..parameter import Parameter
+from .attention import MultiheadAttention
 from .module import Module
 
 __all__ = ["ReLU", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Softplus",
            "Hardtanh", "ReLU6", "Hardsigmoid", "Hardswish", "LogSigmoid", "Softsign", "Tanhshrink", "Threshold",
-           "Hardshrink", "Softshrink", "GLU", "PReLU", "Softmax", "LogSoftmax", "Softmin"]
+           "Hardshrink", "Softshrink", "GLU", "PReLU", "Softmax", "LogSoftmax", "Softmin", "MultiheadAttention"]
 
 
 def _inplace_suffix(inplace: bool, first: bool = False) -> str:

@@ -20,7 +20,7 @@ from ember import Tensor, empty
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["MultiheadAttention"]
@@ -34,10 +34,6 @@ def _sequence_first(query, key, value):
     key = query if same_qk else key.transpose(1, 0)
     value = key if same_kv else value.transpose(1, 0)
     return query, key, value
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """A :class:`Linear` under the class name PyTorch gives ``MultiheadAttention.out_proj`` (it shows in repr)."""
 
 
 class MultiheadAttention(Module):

@@ -81,6 +81,16 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A :class:`Linear` under the class name PyTorch gives ``MultiheadAttention.out_proj`` (it shows in repr;
+    PyTorch uses the class to keep dynamic quantization away from that layer, ember has no quantization).
+
+    >>> from ember.nn.modules.linear import NonDynamicallyQuantizableLinear
+    >>> NonDynamicallyQuantizableLinear(4, 2)
+    NonDynamicallyQuantizableLinear(in_features=4, out_features=2, bias=True)
+    """
+
+
 class Bilinear(Module):
     """``y[..., o] = x1[..., i] * weight[o, i, j] * x2[..., j] + bias[o]``; ``weight`` is ``(out, in1, in2)``.
 
