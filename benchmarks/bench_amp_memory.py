@@ -1,4 +1,5 @@
-"""Peak memory of the MNIST CNN training step (``workloads/cnn.py``): plain float32 against ``ember.autocast``.
+"""Peak memory of the MNIST CNN training step (``workloads/cnn.py``): plain float32 against ``ember.autocast``
+and activation checkpointing.
 
 Run from the repository root (the OpenBLAS variables of some machines distort timings)::
 
@@ -11,7 +12,9 @@ state, the batch), and the difference, the step's own peak (activations saved fo
 with its ratio to float32's; the same step peak as ``tracemalloc`` sees all NumPy memory (a check on ember's
 counter); and the median CPU time of a step (informative: low-precision kernels are the
 business of the float16/bfloat16 CPU work). Variants: float32; bfloat16 autocast; float16 autocast with a
-``GradScaler``. PyTorch is not compared: its CPU allocator keeps no memory statistics.
+``GradScaler``; float32 with ``checkpoint_sequential`` over the model's layers in 2 segments (the convolutions and
+the rest: only each segment's input is kept for backward, the segment is recomputed in it). PyTorch is not
+compared: its CPU allocator keeps no memory statistics.
 """
 from __future__ import annotations
 
@@ -28,13 +31,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from workloads import cnn  # noqa: E402
 
 import ember  # noqa: E402
+from ember.utils.checkpoint import checkpoint_sequential  # noqa: E402
 
 
 def _step(variant: str):
-    """A training step of the CNN for ``variant`` ("float32", "bfloat16" or "float16")."""
+    """A training step of the CNN for ``variant`` ("float32", "bfloat16", "float16" or "checkpoint")."""
     model, opt, x, y, plain = cnn.build(ember)
     if variant == "float32":
         return plain
+    if variant == "checkpoint":
+        def checkpointed():
+            opt.zero_grad()
+            ember.nn.functional.cross_entropy(checkpoint_sequential(model, 2, x, use_reentrant=False), y).backward()
+            opt.step()
+        return checkpointed
     dtype = getattr(ember, variant)
     scaler = ember.amp.GradScaler("cpu", enabled=variant == "float16")
 
@@ -88,13 +98,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="timed steps per variant (default 3)")
     args = parser.parse_args()
-    results = {v: measure(v, args.repeats) for v in ("float32", "bfloat16", "float16")}
+    results = {v: measure(v, args.repeats) for v in ("float32", "bfloat16", "float16", "checkpoint")}
     base, traced_base = results["float32"]["step_peak"], results["float32"]["traced"]
     mb = 1e6
     print(f"MNIST CNN training step, batch {cnn.BATCH}x1x28x28, Adam; peak of ember.max_memory_allocated()")
     print(f"{'variant':<30}{'peak MB':>9}{'held MB':>9}{'step MB':>9}{'step / fp32':>13}{'traced step MB':>16}"
           f"{'traced / fp32':>15}{'CPU s/step':>12}")
-    names = {"float32": "float32", "bfloat16": "autocast bfloat16", "float16": "autocast float16 + GradScaler"}
+    names = {"float32": "float32", "bfloat16": "autocast bfloat16", "float16": "autocast float16 + GradScaler",
+             "checkpoint": "float32, checkpoint_sequential 2"}
     for variant, r in results.items():
         print(f"{names[variant]:<30}{r['peak'] / mb:>9.1f}{r['held'] / mb:>9.1f}{r['step_peak'] / mb:>9.1f}"
               f"{r['step_peak'] / base:>13.2f}{r['traced'] / mb:>16.1f}{r['traced'] / traced_base:>15.2f}"
