@@ -50,9 +50,11 @@ def supports_out(fn, name: str | None = None):
     """``fn`` with PyTorch's keyword-only ``out=`` argument added (see the module's docstring).
 
     >>> import ember
-    >>> neg = supports_out(ember.neg)
-    >>> neg(ember.ones(2), out=ember.empty(2, dtype=ember.float64))
-    tensor([-1., -1.], dtype=ember.float64)
+    >>> def twice(input):
+    ...     return input * 2
+    >>> twice = supports_out(twice)
+    >>> twice(ember.ones(2), out=ember.empty(2, dtype=ember.float64))
+    tensor([2., 2.], dtype=ember.float64)
     """
     name = name or fn.__name__
     factory = name in FACTORIES

@@ -8,7 +8,7 @@
 >>> tune.TuneConfig(mode="best")
 Traceback (most recent call last):
 ...
-ValueError: TuneConfig: mode must be 'min' or 'max', got 'best'
+ValueError: TuneConfig: mode must be 'min', 'max' or None, got 'best'
 """
 from __future__ import annotations
 
