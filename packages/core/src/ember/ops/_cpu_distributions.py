@@ -1,0 +1,167 @@
+"""PyTorch's CPU transforms from generator words to samples, vectorised with NumPy.
+
+Each function takes an :class:`ember._mt19937.MT19937Engine` and returns a
+NumPy array; they consume the engine's words in PyTorch's order, so that after
+the same seed they give PyTorch's CPU numbers:
+
+- uniform float32/float16/bfloat16: one 32-bit word per value, its low 24/11/8
+  bits scaled to [0, 1); float64: one 64-bit draw, its low 53 bits;
+- normal on 16 or more values: uniforms for all values, Box-Muller on blocks of
+  16 (the first 8 give the radii, the last 8 the angles), and for a size that is
+  not a multiple of 16, 16 fresh uniforms redo the last 16 values; float32 uses
+  the AVX2 polynomials (:mod:`._avx_math`), float64 the C library's functions;
+- normal on fewer than 16 values (or on a non-contiguous tensor): the scalar
+  double Box-Muller, which keeps its second value for the next call;
+- integers in ``[low, high)``: ``word % range + low`` (64-bit draws when the
+  range needs them);
+- Bernoulli: ``uniform < p``, the uniform of p's dtype for a tensor of
+  probabilities, a float64 uniform for a float ``p``.
+
+>>> from ember._mt19937 import MT19937Engine
+>>> uniform(MT19937Engine(0), 2, "float32").tolist()  # torch.manual_seed(0); torch.rand(2)
+[0.49625658988952637, 0.7682217955589294]
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._mt19937 import MT19937Engine
+from ._avx_math import fma32, log_ps, sincos_ps
+
+__all__ = ["uniform", "normal", "integers", "bernoulli_scalar", "permutation", "exponential", "multinomial"]
+
+#: bits of a uniform of each dtype (PyTorch: the dtype's mantissa digits)
+_DIGITS = {"float16": 11, "bfloat16": 8, "float32": 24}
+_TWO_PI = 2.0 * math.pi
+_MASK53 = np.uint64((1 << 53) - 1)
+#: PyTorch switches from the scalar to the blocked Box-Muller at this many values
+BLOCK = 16
+
+
+def _unit64(engine: MT19937Engine, n: int) -> np.ndarray:
+    return (engine.words64(n) & _MASK53).astype(np.float64) * (1.0 / (1 << 53))
+
+
+def uniform(engine: MT19937Engine, n: int, dtype: str, low: float = 0.0, high: float = 1.0) -> np.ndarray:
+    """``n`` uniforms in ``[low, high)``: float64 for ``"float64"``, else float32 (to be cast to ``dtype``)."""
+    if dtype == "float64":
+        return _unit64(engine, n) * (high - low) + low
+    bits = _DIGITS[dtype]
+    x = (engine.words(n) & np.uint32((1 << bits) - 1)).astype(np.float32) * np.float32(1.0 / (1 << bits))
+    if low == 0.0 and high == 1.0:
+        return x
+    lo, hi = np.float32(low), np.float32(high)
+    return fma32(x, hi - lo, lo)  # PyTorch's kernel is built with FMA contraction
+
+
+def _scalar_normal(engine: MT19937Engine) -> float:
+    """One standard normal from the scalar Box-Muller in double, which caches the pair's second value."""
+    cached = engine.normal_cache
+    if cached is not None:
+        engine.normal_cache = None
+        return cached
+    u1, u2 = _unit64(engine, 2).tolist()
+    r = math.sqrt(-2.0 * math.log1p(-u2))
+    theta = _TWO_PI * u1
+    engine.normal_cache = r * math.sin(theta)
+    return r * math.cos(theta)
+
+
+def _log64(x: np.ndarray) -> np.ndarray:
+    """``log`` of float64 values, equal to the C library's.
+
+    NumPy's vectorised ``log`` can differ from the C library's by one unit in
+    the last place; it is recomputed by ``math.log`` wherever it lies 0.47 ulp
+    or more from the extended-precision value (the C library is within 0.52
+    ulp, so elsewhere both are the same double).
+    """
+    y = np.log(x)
+    exact = np.log(x.astype(np.longdouble))
+    doubt = np.abs(exact - y) >= 0.47 * np.spacing(np.abs(y))
+    if doubt.any():
+        y[doubt] = [math.log(v) for v in x[doubt].tolist()]
+    return y
+
+
+def _box_muller_16(u: np.ndarray, dtype: str, mean: float, std: float) -> np.ndarray:
+    """Blocks of 16 uniforms (shape ``(k, 16)``) to normals, as PyTorch's ``normal_fill``."""
+    if dtype == "float32":
+        u1, u2 = np.float32(1) - u[:, :8], u[:, 8:]
+        radius = np.sqrt(np.float32(-2) * log_ps(u1))
+        s, c = sincos_ps(np.float32(_TWO_PI) * u2)
+        out = np.concatenate([radius * c, radius * s], axis=1)
+        return out if (mean, std) == (0.0, 1.0) else fma32(out, np.float32(std), np.float32(mean))
+    u1, u2 = 1.0 - u[:, :8], u[:, 8:]
+    radius = np.sqrt(-2.0 * _log64(u1))
+    theta = _TWO_PI * u2
+    return np.concatenate([radius * np.cos(theta) * std + mean, radius * np.sin(theta) * std + mean], axis=1)
+
+
+def normal(engine: MT19937Engine, n: int, dtype: str, mean: float = 0.0, std: float = 1.0,
+           contiguous: bool = True) -> np.ndarray:
+    """``n`` normals ``N(mean, std**2)``: float64 for ``"float64"``, else float32 (to be cast to ``dtype``)."""
+    if n < BLOCK or not contiguous:
+        values = np.array([_scalar_normal(engine) * std + mean for _ in range(n)], dtype=np.float64)
+        return values if dtype == "float64" else values.astype(np.float32)
+    draw = "float64" if dtype == "float64" else "float32"
+    u = uniform(engine, n, draw)
+    full = n - n % BLOCK
+    out = np.empty(n, dtype=u.dtype)
+    out[:full] = _box_muller_16(u[:full].reshape(-1, BLOCK), draw, mean, std).reshape(-1)
+    if full != n:  # PyTorch draws 16 more uniforms and redoes the last 16 values
+        tail = uniform(engine, BLOCK, draw).reshape(1, BLOCK)
+        out[n - BLOCK:] = _box_muller_16(tail, draw, mean, std).reshape(-1)
+    return out
+
+
+def integers(engine: MT19937Engine, n: int, low: int, high: int) -> np.ndarray:
+    """``n`` integers in ``[low, high)`` as int64 (64-bit draws when the range is 2**32 or more)."""
+    span = high - low
+    if span >= 1 << 32:
+        return (engine.words64(n) % np.uint64(span)).astype(np.int64) + low
+    return (engine.words(n) % np.uint32(span)).astype(np.int64) + low
+
+
+def bernoulli_scalar(engine: MT19937Engine, n: int, p: float) -> np.ndarray:
+    """``n`` booleans, each True with probability ``p`` (a float64 uniform below ``p``)."""
+    return _unit64(engine, n) < p
+
+
+def permutation(engine: MT19937Engine, n: int) -> np.ndarray:
+    """A random permutation of ``0 .. n-1`` as int64: PyTorch's forward Fisher-Yates shuffle."""
+    if n < 2:
+        return np.arange(n, dtype=np.int64)
+    steps = (engine.words(n - 1) % np.arange(n, 1, -1, dtype=np.uint32)).astype(np.int64)
+    targets = (steps + np.arange(n - 1)).tolist()
+    perm = list(range(n))
+    for i, j in enumerate(targets):
+        perm[i], perm[j] = perm[j], perm[i]
+    return np.array(perm, dtype=np.int64)
+
+
+def exponential(engine: MT19937Engine, n: int, lambd: float = 1.0) -> np.ndarray:
+    """``n`` exponential samples of rate ``lambd`` as float64: ``-1/lambd * log1p(-u)`` of float64 uniforms.
+
+    NumPy's ``log1p`` may differ from the C library's in the last bit, so a
+    value can be one unit in the last place off PyTorch's.
+    """
+    return (-1.0 / lambd) * np.log1p(-_unit64(engine, n))
+
+
+def multinomial(engine: MT19937Engine, probs: np.ndarray, k: int, replacement: bool) -> np.ndarray:
+    """``k`` category indices per row of the ``(rows, n)`` weights ``probs``, as an int64 ``(rows, k)`` array."""
+    rows, n = probs.shape
+    if not replacement or k == 1:  # the largest p / q for exponential q (a Gumbel-max trick)
+        keys = probs / exponential(engine, rows * n).astype(probs.dtype).reshape(rows, n)
+        if k == 1:
+            return np.argmax(keys, axis=-1).reshape(rows, 1).astype(np.int64)
+        return np.argsort(-keys, axis=-1, kind="stable")[:, :k].astype(np.int64)
+    out = np.empty((rows, k), dtype=np.int64)
+    for r in range(rows):
+        cum = np.cumsum(probs[r])
+        cum /= cum[-1]
+        cum[-1] = 1
+        out[r] = np.searchsorted(cum.astype(np.float64), _unit64(engine, k), side="left")
+    return out

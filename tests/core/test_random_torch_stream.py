@@ -1,0 +1,65 @@
+"""ember's random numbers on the CPU are PyTorch's for the same seed (tests/fixtures/torch_rng.json, made by
+tests/fixtures/make_torch_rng_fixtures.py from PyTorch 2.13), and the generator's state is PyTorch's."""
+import hashlib
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+
+FIXTURE = json.loads((pathlib.Path(__file__).parents[1] / "fixtures" / "torch_rng.json").read_text())
+SEEDS = (0, 1, 2**40 + 7)
+SIZES = (1, 15, 16, 17, 1000)
+
+
+def cases(n):
+    """The calls of make_torch_rng_fixtures.py, in ember."""
+    probs32 = ember.linspace(0, 1, n)
+    weights = ember.arange(1, n + 1, dtype=ember.float32)
+    return {
+        "rand_f32": lambda: ember.rand(n),
+        "rand_f64": lambda: ember.rand(n, dtype=ember.float64),
+        "randn_f32": lambda: ember.randn(n),
+        "randn_f64": lambda: ember.randn(n, dtype=ember.float64),
+        "randint_10": lambda: ember.randint(0, 10, (n,)),
+        "randint_wide": lambda: ember.randint(-5, 2**33, (n,)),
+        "randperm": lambda: ember.randperm(n),
+        "normal__f32": lambda: ember.empty(n).normal_(0.5, 2.0),
+        "normal__f64": lambda: ember.empty(n, dtype=ember.float64).normal_(-1.0, 0.5),
+        "uniform__f32": lambda: ember.empty(n).uniform_(-2.5, 3.7),
+        "bernoulli_t32": lambda: ember.bernoulli(probs32),
+        "bernoulli_t64": lambda: ember.bernoulli(probs32.double()),
+        "bernoulli__p": lambda: ember.empty(n).bernoulli_(0.3),
+        "multinomial_norep": lambda: ember.multinomial(weights, min(n, 5)),
+        "multinomial_rep": lambda: ember.multinomial(weights, 7, replacement=True),
+        "multinomial_one": lambda: ember.multinomial(weights, 1, replacement=True),
+        "dropout": lambda: F.dropout(ember.ones(n), 0.3),
+        "randn_pair": lambda: ember.cat([ember.randn(1), ember.randn(1, dtype=ember.float64).float()]),
+    }
+
+
+def assert_matches(tensor, entry):
+    a = np.ascontiguousarray(tensor.detach().numpy())
+    assert (str(a.dtype), list(a.shape)) == (entry["dtype"], entry["shape"])
+    if "hex" in entry:
+        expected = np.frombuffer(bytes.fromhex(entry["hex"]), dtype=a.dtype).reshape(a.shape)
+        np.testing.assert_array_equal(a, expected)
+    else:
+        head = np.frombuffer(bytes.fromhex(entry["head"]), dtype=a.dtype)
+        np.testing.assert_array_equal(a.reshape(-1)[:8], head)
+        assert hashlib.sha256(a.tobytes()).hexdigest() == entry["sha256"], "values after the first 8 differ"
+
+
+@pytest.mark.parametrize("name", list(cases(1)))
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_equals_pytorch(seed, n, name):
+    fn = cases(n)[name]
+    ember.manual_seed(seed)
+    value = fn()
+    entry = FIXTURE["stream"][f"{seed}/{name}/{n}"]
+    assert_matches(value, entry["out"])
+    assert_matches(ember.rand(1), entry["next"])  # the call used as many words as PyTorch's
