@@ -3,6 +3,8 @@ tests/fixtures/make_torch_rng_fixtures.py from PyTorch 2.13), and the generator'
 import hashlib
 import json
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -63,3 +65,24 @@ def test_equals_pytorch(seed, n, name):
     entry = FIXTURE["stream"][f"{seed}/{name}/{n}"]
     assert_matches(value, entry["out"])
     assert_matches(ember.rand(1), entry["next"])  # the call used as many words as PyTorch's
+
+
+def test_state_has_pytorchs_layout_and_round_trips():
+    g = ember.Generator().manual_seed(2**40 + 7)
+    state = g.get_state().numpy()
+    assert state.shape == (5056,)
+    seed, left, seeded, nxt = np.frombuffer(state[:24].tobytes(), dtype="<u8,<i4,<i4,<u8")[0].tolist()
+    assert (seed, left, seeded, nxt) == (2**40 + 7, 1, 1, 0)  # PyTorch's CPUGeneratorImplState after manual_seed
+    ember.randn(1, generator=g)  # leaves the second Box-Muller value cached, which the state carries
+    saved = g.get_state()
+    a = ember.randn(3, generator=g)
+    b = ember.randn(3, generator=ember.Generator().set_state(saved))
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_unseeded_processes_start_from_fresh_seeds():
+    code = "import ember; print(ember.initial_seed(), ember.Generator().initial_seed())"
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+            for _ in range(2)]
+    assert runs[0][0] != runs[1][0]
+    assert runs[0][1] == runs[1][1] == "67280421310721"  # torch.Generator()'s fixed seed

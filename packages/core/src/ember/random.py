@@ -36,6 +36,8 @@ from .ops.creation import from_numpy
 __all__ = ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "fork_rng",
            "default_generator"]
 
+#: the seed ``Generator()`` starts from, as ``torch.Generator()`` (the default generators start from a fresh one)
+DEFAULT_SEED = 67280421310721
 _U64 = 1 << 64
 
 
@@ -58,8 +60,8 @@ def _stream_seed(s: int, device) -> int:
 class Generator:
     """A random number generator on a device, as ``torch.Generator``; pass it as ``generator=`` to random ops.
 
-    A new generator starts from a fresh random seed (PyTorch's starts from
-    67280421310721; call :meth:`manual_seed` for reproducible numbers).
+    A new generator starts from PyTorch's seed 67280421310721; the default
+    generators start from a fresh random seed per process, as PyTorch's do.
 
     >>> import ember
     >>> g = ember.Generator().manual_seed(42)
@@ -75,7 +77,7 @@ class Generator:
         dev = as_device(device)
         dev.backend  # noqa: B018 - fail now, with the backend's message, for a device that does not exist
         self._device = dev
-        self._seed = secrets.randbits(64)
+        self._seed = DEFAULT_SEED
         self._engine = None
 
     @classmethod

@@ -112,7 +112,7 @@ def _dropout(name, input, p, training, inplace, mask_shape):
         return _apply(input, input._device.backend.xp.zeros((), dtype=input._data.dtype), None, inplace)
     keep = _keep_mask(input, mask_shape, p)
     # PyTorch divides the 0/1 noise by (1 - p) in the input's dtype
-    return _apply(input, keep / keep.dtype.type(1 - p), None, inplace)
+    return _apply(input, keep / (1 - p), None, inplace)  # a Python float takes the array's dtype (NEP 50)
 
 
 def _alpha_dropout(name, input, p, training, inplace, mask_shape):
