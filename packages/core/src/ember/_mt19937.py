@@ -31,7 +31,7 @@ assert STATE_BYTES == 5056  # PyTorch's sizeof(CPUGeneratorImplState) on 64-bit 
 class MT19937Engine:
     """32-bit words of PyTorch's CPU generator for ``seed``; the cached Box-Muller value in ``normal_cache``."""
 
-    __slots__ = ("seed", "normal_cache", "_bits", "_fresh")
+    __slots__ = ("seed", "normal_cache", "_bits", "_draw", "_fresh")
 
     def __init__(self, seed: int):
         self.seed = seed
@@ -39,18 +39,19 @@ class MT19937Engine:
         self.normal_cache: float | None = None
         self._bits = np.random.MT19937()
         self._bits.state = np.random.RandomState(seed & 0xFFFFFFFF).get_state(legacy=False)
+        # full-range integers are the raw words: a 32-bit word each, or two words (the first one high) for uint64
+        self._draw = np.random.Generator(self._bits).integers
         self._fresh = True  # seeded and not drawn from: PyTorch's `next` is 0 then, not 624
 
     def words(self, n: int) -> np.ndarray:
         """The next ``n`` 32-bit words as uint32."""
         self._fresh = False
-        return self._bits.random_raw(n).astype(np.uint32)
+        return self._draw(0, 1 << 32, n, dtype=np.uint32)
 
     def words64(self, n: int) -> np.ndarray:
         """The next ``n`` 64-bit draws (``random64``: two words, the first one high) as uint64."""
         self._fresh = False
-        w = self._bits.random_raw(2 * n)
-        return (w[0::2] << np.uint64(32)) | w[1::2]
+        return self._draw(0, 1 << 64, n, dtype=np.uint64)
 
     def get_state(self) -> bytes:
         """PyTorch's ``CPUGeneratorImplState`` bytes for this engine."""
@@ -79,5 +80,6 @@ class MT19937Engine:
         engine._bits = np.random.MT19937()
         engine._bits.state = {"bit_generator": "MT19937",
                               "state": {"key": key.astype(np.uint32), "pos": _N - left + 1}}
+        engine._draw = np.random.Generator(engine._bits).integers
         engine._fresh = nxt == 0 and left == 1
         return engine

@@ -28,21 +28,24 @@ _DP = tuple(_F(v) for v in (-0.78515625, -2.4187564849853515625e-4, -3.774894977
 def fma32(a, b, c) -> np.ndarray:
     """``a * b + c`` for float32 values with one rounding, as a fused multiply-add does.
 
-    The product is exact in float64; the float64 sum is rounded once more to
-    float32, which is wrong only when it lands exactly half-way between two
-    float32 values while the exact sum does not: then it is nudged towards the
-    exact sum first.
+    The product is exact in float64 and the float64 sum is rounded once more to
+    float32; that second rounding is wrong only when the float64 sum lies exactly
+    half-way between two float32 values while the exact sum does not (it is then
+    nudged towards the exact sum first, which a TwoSum gives).
     """
-    p = np.multiply(a, b, dtype=np.float64)
-    c64 = np.asarray(c, dtype=np.float64)
-    s = p + c64
-    # the exact rounding error of s (Knuth's TwoSum)
-    bv = s - p
-    err = (p - (s - bv)) + (c64 - bv)
+    s = np.multiply(a, b, dtype=np.float64)
+    s += c
     halfway = (s.view(np.uint64) & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)
-    fix = halfway & (err != 0)
-    if fix.any():
-        s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+    if halfway.any():
+        idx = np.flatnonzero(halfway)
+        p = np.multiply(np.broadcast_to(a, s.shape).reshape(-1)[idx], np.broadcast_to(b, s.shape).reshape(-1)[idx],
+                        dtype=np.float64)
+        c64 = np.broadcast_to(np.asarray(c, dtype=np.float64), s.shape).reshape(-1)[idx]
+        flat = s.reshape(-1)
+        sum_ = flat[idx]
+        bv = sum_ - p
+        err = (p - (sum_ - bv)) + (c64 - bv)
+        flat[idx] = np.where(err == 0, sum_, np.nextafter(sum_, np.where(err > 0, np.inf, -np.inf)))
     return s.astype(np.float32)
 
 

@@ -38,19 +38,29 @@ _TWO_PI = 2.0 * math.pi
 _MASK53 = np.uint64((1 << 53) - 1)
 #: PyTorch switches from the scalar to the blocked Box-Muller at this many values
 BLOCK = 16
+#: values per chunk of the blocked Box-Muller (a multiple of BLOCK; its temporaries fit in a core's cache)
+_CHUNK = 1 << 14
 
 
 def _unit64(engine: MT19937Engine, n: int) -> np.ndarray:
-    return (engine.words64(n) & _MASK53).astype(np.float64) * (1.0 / (1 << 53))
+    w = engine.words64(n)
+    np.bitwise_and(w, _MASK53, out=w)
+    u = w.astype(np.float64)
+    u *= 1.0 / (1 << 53)
+    return u
 
 
 def uniform(engine: MT19937Engine, n: int, dtype: str, low: float = 0.0, high: float = 1.0) -> np.ndarray:
     """``n`` uniforms in ``[low, high)``: float64 for ``"float64"``, else float32 (to be cast to ``dtype``)."""
     if dtype == "float64":
-        return _unit64(engine, n) * (high - low) + low
+        u = _unit64(engine, n)
+        return u if (low, high) == (0.0, 1.0) else u * (high - low) + low
     bits = _DIGITS[dtype]
-    x = (engine.words(n) & np.uint32((1 << bits) - 1)).astype(np.float32) * np.float32(1.0 / (1 << bits))
-    if low == 0.0 and high == 1.0:
+    w = engine.words(n)
+    np.bitwise_and(w, np.uint32((1 << bits) - 1), out=w)
+    x = w.astype(np.float32)
+    x *= np.float32(1.0 / (1 << bits))
+    if (low, high) == (0.0, 1.0):
         return x
     lo, hi = np.float32(low), np.float32(high)
     return fma32(x, hi - lo, lo)  # PyTorch's kernel is built with FMA contraction
@@ -109,7 +119,9 @@ def normal(engine: MT19937Engine, n: int, dtype: str, mean: float = 0.0, std: fl
     u = uniform(engine, n, draw)
     full = n - n % BLOCK
     out = np.empty(n, dtype=u.dtype)
-    out[:full] = _box_muller_16(u[:full].reshape(-1, BLOCK), draw, mean, std).reshape(-1)
+    for start in range(0, full, _CHUNK):  # chunks that stay in the cache
+        stop = min(start + _CHUNK, full)
+        out[start:stop] = _box_muller_16(u[start:stop].reshape(-1, BLOCK), draw, mean, std).reshape(-1)
     if full != n:  # PyTorch draws 16 more uniforms and redoes the last 16 values
         tail = uniform(engine, BLOCK, draw).reshape(1, BLOCK)
         out[n - BLOCK:] = _box_muller_16(tail, draw, mean, std).reshape(-1)
@@ -119,14 +131,19 @@ def normal(engine: MT19937Engine, n: int, dtype: str, mean: float = 0.0, std: fl
 def integers(engine: MT19937Engine, n: int, low: int, high: int) -> np.ndarray:
     """``n`` integers in ``[low, high)`` as int64 (64-bit draws when the range is 2**32 or more)."""
     span = high - low
-    if span >= 1 << 32:
-        return (engine.words64(n) % np.uint64(span)).astype(np.int64) + low
-    return (engine.words(n) % np.uint32(span)).astype(np.int64) + low
+    w = engine.words64(n) if span >= 1 << 32 else engine.words(n)
+    np.remainder(w, w.dtype.type(span), out=w)
+    out = w.astype(np.int64)
+    out += low
+    return out
 
 
 def bernoulli_scalar(engine: MT19937Engine, n: int, p: float) -> np.ndarray:
     """``n`` booleans, each True with probability ``p`` (a float64 uniform below ``p``)."""
-    return _unit64(engine, n) < p
+    # u = m / 2**53 < p  <=>  m < ceil(p * 2**53), for the 53-bit integer m (p * 2**53 is exact)
+    w = engine.words64(n)
+    np.bitwise_and(w, _MASK53, out=w)
+    return w < np.uint64(math.ceil(p * (1 << 53)))
 
 
 def permutation(engine: MT19937Engine, n: int) -> np.ndarray:
