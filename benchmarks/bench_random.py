@@ -93,7 +93,8 @@ def main() -> None:
                 results[side].setdefault(name, []).extend(times)
     for name in results["new"]:
         old, new = results["old"][name], results["new"][name]
-        line = f"{name:36s} old {_fmt(old)}  new {_fmt(new)}  new/old {statistics.median(new) / statistics.median(old):6.2f}"
+        ratio = statistics.median(new) / statistics.median(old)
+        line = f"{name:36s} old {_fmt(old)}  new {_fmt(new)}  new/old {ratio:6.2f}"
         if "torch" in results:
             ref = results["torch"][name]
             line += f"  torch {_fmt(ref)}  new/torch {statistics.median(new) / statistics.median(ref):6.2f}"
