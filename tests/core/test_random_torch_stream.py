@@ -21,6 +21,7 @@ def cases(n):
     """The calls of make_torch_rng_fixtures.py, in ember."""
     probs32 = ember.linspace(0, 1, n)
     weights = ember.arange(1, n + 1, dtype=ember.float32)
+    means, stds = weights / n - 0.5, weights / n  # exactly rounded in both libraries (linspace may differ)
     return {
         "rand_f32": lambda: ember.rand(n),
         "rand_f64": lambda: ember.rand(n, dtype=ember.float64),
@@ -40,6 +41,17 @@ def cases(n):
         "multinomial_one": lambda: ember.multinomial(weights, 1, replacement=True),
         "dropout": lambda: F.dropout(ember.ones(n), 0.3),
         "randn_pair": lambda: ember.cat([ember.randn(1), ember.randn(1, dtype=ember.float64).float()]),
+        "rand_f16": lambda: ember.rand(n, dtype=ember.float16),
+        "normal_tensor_mean": lambda: ember.normal(means, 0.5),
+        "normal_tensor_std": lambda: ember.normal(0.3, stds),
+        "normal_tensors": lambda: ember.normal(means, stds),
+        "normal_floats": lambda: ember.normal(2.0, 3.0, size=(n,)),
+        "bernoulli_p": lambda: ember.bernoulli(ember.empty(n), 0.7),
+        "bernoulli__tensor": lambda: ember.empty(n).bernoulli_(probs32),
+        "random__10": lambda: ember.empty(n).random_(10),
+        "exponential_": lambda: ember.empty(n).exponential_(),
+        "randn_strided": lambda: ember.empty(n, 2).normal_()[:, 0].clone(),
+        "normal__strided": lambda: ember.empty(n, 2)[:, 0].normal_(),
     }
 
 

@@ -4,8 +4,9 @@ Each function takes an :class:`ember._mt19937.MT19937Engine` and returns a
 NumPy array; they consume the engine's words in PyTorch's order, so that after
 the same seed they give PyTorch's CPU numbers:
 
-- uniform float32/float16/bfloat16: one 32-bit word per value, its low 24/11/8
-  bits scaled to [0, 1); float64: one 64-bit draw, its low 53 bits;
+- uniform float32 (and float16/bfloat16, which round a float32 uniform): one
+  32-bit word per value, its low 24 bits scaled to [0, 1); float64: one 64-bit
+  draw, its low 53 bits; ``x * (high - low) + low`` with one rounding (FMA);
 - normal on 16 or more values: uniforms for all values, Box-Muller on blocks of
   16 (the first 8 give the radii, the last 8 the angles), and for a size that is
   not a multiple of 16, 16 fresh uniforms redo the last 16 values; float32 uses
@@ -32,8 +33,6 @@ from ._avx_math import fma32, log_ps, sincos_ps
 
 __all__ = ["uniform", "normal", "integers", "bernoulli_scalar", "permutation", "exponential", "multinomial"]
 
-#: bits of a uniform of each dtype (PyTorch: the dtype's mantissa digits)
-_DIGITS = {"float16": 11, "bfloat16": 8, "float32": 24}
 _TWO_PI = 2.0 * math.pi
 _MASK53 = np.uint64((1 << 53) - 1)
 #: PyTorch switches from the scalar to the blocked Box-Muller at this many values
@@ -51,15 +50,14 @@ def _unit64(engine: MT19937Engine, n: int) -> np.ndarray:
 
 
 def uniform(engine: MT19937Engine, n: int, dtype: str, low: float = 0.0, high: float = 1.0) -> np.ndarray:
-    """``n`` uniforms in ``[low, high)``: float64 for ``"float64"``, else float32 (to be cast to ``dtype``)."""
+    """``n`` uniforms in ``[low, high)``: float64 for ``"float64"``, else float32 (to be rounded to ``dtype``)."""
     if dtype == "float64":
         u = _unit64(engine, n)
         return u if (low, high) == (0.0, 1.0) else u * (high - low) + low
-    bits = _DIGITS[dtype]
     w = engine.words(n)
-    np.bitwise_and(w, np.uint32((1 << bits) - 1), out=w)
+    np.bitwise_and(w, np.uint32((1 << 24) - 1), out=w)
     x = w.astype(np.float32)
-    x *= np.float32(1.0 / (1 << bits))
+    x *= np.float32(1.0 / (1 << 24))
     if (low, high) == (0.0, 1.0):
         return x
     lo, hi = np.float32(low), np.float32(high)

@@ -45,8 +45,17 @@ def _numel(shape) -> int:
 
 
 def uniform_values(gen: Generator, shape, dtype, low: float = 0.0, high: float = 1.0) -> np.ndarray:
-    """PyTorch's uniforms in ``[low, high)`` for a ``dtype`` tensor of ``shape`` (a NumPy array to cast)."""
-    return dist.uniform(gen.engine, _numel(shape), dtype.name, low, high).reshape(shape)
+    """PyTorch's uniforms in ``[low, high)`` for a ``dtype`` tensor of ``shape`` (a NumPy array to cast).
+
+    float16 and bfloat16 draw float32 uniforms and round them; one that rounds up to ``high`` becomes ``low``,
+    as in PyTorch.
+    """
+    values = dist.uniform(gen.engine, _numel(shape), dtype.name, low, high).reshape(shape)
+    if dtype.itemsize < 4:
+        values = values.astype(dt.numpy_dtype(dtype))
+        top = np.asarray(high).astype(values.dtype)
+        values[values == top] = np.asarray(low).astype(values.dtype)
+    return values
 
 
 def normal_values(gen: Generator, shape, dtype, mean: float = 0.0, std: float = 1.0,
