@@ -15,6 +15,9 @@ import ember.nn.functional as F
 FIXTURE = json.loads((pathlib.Path(__file__).parents[1] / "fixtures" / "torch_rng.json").read_text())
 SEEDS = (0, 1, 2**40 + 7)
 SIZES = (1, 15, 16, 17, 1000)
+BIG = 1 << 20
+BIG_CASES = ("rand_f32", "rand_f64", "randn_f32", "randn_f64", "normal__f32", "normal__f64", "uniform__f32",
+             "randint_10", "bernoulli__p", "dropout", "exponential_")
 
 
 def cases(n):
@@ -98,3 +101,12 @@ def test_unseeded_processes_start_from_fresh_seeds():
             for _ in range(2)]
     assert runs[0][0] != runs[1][0]
     assert runs[0][1] == runs[1][1] == "67280421310721"  # torch.Generator()'s fixed seed
+
+
+@pytest.mark.parametrize("name", BIG_CASES)
+def test_a_million_values_equal_pytorchs(name):
+    ember.manual_seed(0)
+    value = cases(BIG)[name]()
+    entry = FIXTURE["stream"][f"0/{name}/{BIG}"]
+    assert_matches(value, entry["out"])
+    assert_matches(ember.rand(1), entry["next"])

@@ -62,8 +62,8 @@ def log_ps(x: np.ndarray) -> np.ndarray:
     for coef in _LOG_P[1:]:
         y = fma32(y, m, coef)
     y = fma32(y * m, z, e * _F(-2.12194440e-4))
-    y = fma32(-z, _F(0.5), y)
-    return fma32(e, _F(0.693359375), m + y)
+    y -= z * _F(0.5)  # fused in PyTorch's build, the same here: z * 0.5 is exact
+    return (m + y) + e * _F(0.693359375)  # fused too; e (an exponent) times 0.693359375 (9 bits) is exact
 
 
 def sincos_ps(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -72,8 +72,11 @@ def sincos_ps(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     x = np.abs(x)
     j = ((x * _F(1.27323954473516)).astype(np.int32) + 1) & ~1  # 4/pi
     y = j.astype(np.float32)
-    for dp in _DP:  # x - y * pi/4 in extended precision
-        x = fma32(y, dp, x)
+    # x - y * pi/4 in extended precision; y is 0, 2, 4, 6 or 8 and the first two parts of pi/4 have 8 and 11
+    # bits, so those products are exact and a plain add is the fused multiply-add
+    x = x + y * _DP[0]
+    x = x + y * _DP[1]
+    x = fma32(y, _DP[2], x)
     sign_sin = sign_sin ^ ((j & 4) << 29)
     sign_cos = (~(j - 2) & 4) << 29
     use_sin_poly = (j & 2) == 0

@@ -56,12 +56,36 @@ def uniform(engine: MT19937Engine, n: int, dtype: str, low: float = 0.0, high: f
         return u if (low, high) == (0.0, 1.0) else u * (high - low) + low
     w = engine.words(n)
     np.bitwise_and(w, np.uint32((1 << 24) - 1), out=w)
-    x = w.astype(np.float32)
-    x *= np.float32(1.0 / (1 << 24))
     if (low, high) == (0.0, 1.0):
+        x = w.astype(np.float32)
+        x *= np.float32(1.0 / (1 << 24))
         return x
     lo, hi = np.float32(low), np.float32(high)
-    return fma32(x, hi - lo, lo)  # PyTorch's kernel is built with FMA contraction
+    span = hi - lo
+    if _exact_in_float64(span, lo):  # then rounding the float64 value once is the fused multiply-add's rounding
+        x = w.astype(np.float64)
+        x *= float(span) / (1 << 24)
+        x += float(lo)
+        return x.astype(np.float32)
+    x = w.astype(np.float32)
+    x *= np.float32(1.0 / (1 << 24))
+    return fma32(x, span, lo)  # PyTorch's kernel is built with FMA contraction
+
+
+def _exact_in_float64(span: np.float32, lo: np.float32) -> bool:
+    """Whether ``k / 2**24 * span + lo`` is exact in float64 for every 24-bit integer ``k``.
+
+    The product has its lowest bit at or above ``ulp(span) / 2**24`` and ``lo`` at
+    or above ``ulp(lo)``; the sum stays below ``2 * max(|span|, |lo|)``. When
+    those bits fit in float64's 53, the float64 sum is the exact value.
+    """
+    if span == 0 or not (np.isfinite(span) and np.isfinite(lo)):
+        return False
+    top = math.frexp(max(abs(float(span)), abs(float(lo))))[1] + 1
+    low_bits = [math.frexp(float(span))[1] - 24 - 24]
+    if lo != 0:
+        low_bits.append(math.frexp(float(lo))[1] - 24)
+    return top - min(low_bits) <= 53
 
 
 def _scalar_normal(engine: MT19937Engine) -> float:
