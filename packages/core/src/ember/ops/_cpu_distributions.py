@@ -38,7 +38,7 @@ _MASK53 = np.uint64((1 << 53) - 1)
 #: PyTorch switches from the scalar to the blocked Box-Muller at this many values
 BLOCK = 16
 #: values per chunk of the blocked Box-Muller (a multiple of BLOCK; its temporaries fit in a core's cache)
-_CHUNK = 1 << 14
+_CHUNK = 1 << 16
 
 
 def _unit64(engine: MT19937Engine, n: int) -> np.ndarray:
