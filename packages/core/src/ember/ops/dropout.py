@@ -214,8 +214,8 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     >>> from ember.ops.dropout import alpha_dropout
     >>> _ = ember.manual_seed(0)
     >>> y = alpha_dropout(ember.randn(20000), training=True)
-    >>> round(y.mean().item(), 1), round(y.std().item(), 1)
-    (0.0, 1.0)
+    >>> abs(y.mean().item()) < 0.05, round(y.std().item(), 1)
+    (True, 1.0)
     """
     return _alpha_dropout("alpha_dropout", input, p, training, inplace, tuple(input.shape))
 
