@@ -5,12 +5,14 @@ import json
 import pathlib
 import subprocess
 import sys
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
 import ember
 import ember.nn.functional as F
+from ember.ops._avx_math import fma32
 
 FIXTURE = json.loads((pathlib.Path(__file__).parents[1] / "fixtures" / "torch_rng.json").read_text())
 SEEDS = (0, 1, 2**40 + 7)
@@ -110,3 +112,23 @@ def test_a_million_values_equal_pytorchs(name):
     entry = FIXTURE["stream"][f"0/{name}/{BIG}"]
     assert_matches(value, entry["out"])
     assert_matches(ember.rand(1), entry["next"])
+
+
+def _to_float32(value: Fraction) -> np.float32:
+    """``value`` rounded once to float32 (to nearest, ties to even)."""
+    guess = np.float32(float(value))
+    candidates = [np.nextafter(guess, np.float32(-np.inf)), guess, np.nextafter(guess, np.float32(np.inf))]
+    return min(candidates, key=lambda f: (abs(Fraction(float(f)) - value), int(np.array(f).view(np.uint32)) & 1))
+
+
+def test_fma32_rounds_once():
+    # 8(1 + 2**-23) * 8(1 - 2**-23) + (2**30 + 2**7) lies 2**-40 below a float32 half-way point that float64
+    # rounds onto: one rounding gives 2**30 + 2**7, two roundings (ties to even) 2**30 + 2**8
+    a, b = np.float32(8 * (1 + 2**-23)), np.float32(8 * (1 - 2**-23))
+    c = np.float32(2**30 + 2**7)
+    assert fma32(np.array([a]), b, c)[0] == c
+    rng = np.random.default_rng(0)
+    x, y, z = (rng.standard_normal(2000).astype(np.float32) * np.float32(2.0) ** rng.integers(-30, 30, 2000)
+               for _ in range(3))
+    expected = [_to_float32(Fraction(float(p)) * Fraction(float(q)) + Fraction(float(r))) for p, q, r in zip(x, y, z)]
+    np.testing.assert_array_equal(fma32(x, y, z), np.array(expected, dtype=np.float32))

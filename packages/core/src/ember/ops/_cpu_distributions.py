@@ -197,6 +197,8 @@ def multinomial(engine: MT19937Engine, probs: np.ndarray, k: int, replacement: b
         if k == 1:
             return np.argmax(keys, axis=-1).reshape(rows, 1).astype(np.int64)
         return np.argsort(-keys, axis=-1, kind="stable")[:, :k].astype(np.int64)
+    if probs.dtype.itemsize < 4:  # PyTorch sums float16/bfloat16 weights in float32
+        probs = probs.astype(np.float32)
     out = np.empty((rows, k), dtype=np.int64)
     for r in range(rows):
         cum = np.cumsum(probs[r])
