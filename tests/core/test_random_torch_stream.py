@@ -12,7 +12,9 @@ import pytest
 
 import ember
 import ember.nn.functional as F
+from ember._mt19937 import MT19937Engine
 from ember.ops._avx_math import fma32
+from ember.ops._cpu_distributions import permutation
 
 FIXTURE = json.loads((pathlib.Path(__file__).parents[1] / "fixtures" / "torch_rng.json").read_text())
 SEEDS = (0, 1, 2**40 + 7)
@@ -132,3 +134,15 @@ def test_fma32_rounds_once():
                for _ in range(3))
     expected = [_to_float32(Fraction(float(p)) * Fraction(float(q)) + Fraction(float(r))) for p, q, r in zip(x, y, z)]
     np.testing.assert_array_equal(fma32(x, y, z), np.array(expected, dtype=np.float32))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 5])
+def test_randperm_is_the_sequential_fisher_yates_shuffle(seed):
+    for n in [*range(2, 200), 1000, 4097]:
+        engine = MT19937Engine(seed)
+        fast = permutation(engine, n)
+        engine = MT19937Engine(seed)
+        perm = list(range(n))
+        for k, step in enumerate((engine.words(n - 1) % np.arange(n, 1, -1, dtype=np.uint32)).tolist()):
+            perm[k], perm[k + step] = perm[k + step], perm[k]
+        assert fast.tolist() == perm, n

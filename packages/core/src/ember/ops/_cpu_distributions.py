@@ -169,15 +169,48 @@ def bernoulli_scalar(engine: MT19937Engine, n: int, p: float) -> np.ndarray:
 
 
 def permutation(engine: MT19937Engine, n: int) -> np.ndarray:
-    """A random permutation of ``0 .. n-1`` as int64: PyTorch's forward Fisher-Yates shuffle."""
+    """A random permutation of ``0 .. n-1`` as int64: PyTorch's forward Fisher-Yates shuffle.
+
+    Step ``k`` swaps positions ``k`` and ``j_k = k + word % (n - k)``. The swaps
+    run in NumPy rather than one by one: the value at a position when its own step
+    comes (its *carry*) is the carry of the last earlier step that wrote there (a
+    chain followed by pointer jumping), and step ``k`` takes the value at ``j_k``:
+    the carry of the previous step that wrote ``j_k``, else ``j_k`` itself.
+
+    >>> from ember._mt19937 import MT19937Engine
+    >>> permutation(MT19937Engine(0), 5).tolist()  # torch.manual_seed(0); torch.randperm(5)
+    [4, 0, 1, 3, 2]
+    """
     if n < 2:
         return np.arange(n, dtype=np.int64)
-    steps = (engine.words(n - 1) % np.arange(n, 1, -1, dtype=np.uint32)).astype(np.int64)
-    targets = (steps + np.arange(n - 1)).tolist()
-    perm = list(range(n))
-    for i, j in enumerate(targets):
-        perm[i], perm[j] = perm[j], perm[i]
-    return np.array(perm, dtype=np.int64)
+    steps = np.arange(n - 1, dtype=np.int64)
+    targets = (engine.words(n - 1) % np.arange(n, 1, -1, dtype=np.uint32)).astype(np.int64)
+    targets += steps
+    swaps = np.flatnonzero(targets != steps)  # the steps that write a later position
+    # newest[p]: the newest writer of p among `rest`; prev[k]: the previous step that wrote k's target
+    newest = np.full(n, -1, dtype=np.int64)
+    np.maximum.at(newest, targets[swaps], swaps)
+    last = newest.copy()
+    prev = np.full(n - 1, -1, dtype=np.int64)
+    rest = swaps
+    while rest.size:
+        top = newest[targets[rest]] == rest
+        tops, rest = rest[top], rest[~top]
+        newest[targets[tops]] = -1
+        np.maximum.at(newest, targets[rest], rest)
+        prev[tops] = newest[targets[tops]]
+    carry = np.where(last >= 0, last, np.arange(n, dtype=np.int64))
+    while True:  # follow the writers back to the position whose original value they carried
+        deeper = carry[carry]
+        if np.array_equal(deeper, carry):
+            break
+        carry = deeper
+    out = np.empty(n, dtype=np.int64)
+    out[:-1] = np.where(prev >= 0, carry[prev], targets)
+    stay = np.flatnonzero(targets == steps)
+    out[stay] = carry[stay]
+    out[-1] = carry[-1]
+    return out
 
 
 def exponential(engine: MT19937Engine, n: int, lambd: float = 1.0) -> np.ndarray:
