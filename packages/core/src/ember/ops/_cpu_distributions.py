@@ -57,7 +57,7 @@ def uniform(engine: MT19937Engine, n: int, dtype: str, low: float = 0.0, high: f
     w = engine.words(n)
     np.bitwise_and(w, np.uint32((1 << 24) - 1), out=w)
     if (low, high) == (0.0, 1.0):
-        x = w.astype(np.float32)
+        x = w.view(np.int32).astype(np.float32)  # int32 converts faster than uint32; the values are below 2**24
         x *= np.float32(1.0 / (1 << 24))
         return x
     lo, hi = np.float32(low), np.float32(high)
@@ -67,7 +67,7 @@ def uniform(engine: MT19937Engine, n: int, dtype: str, low: float = 0.0, high: f
         x *= float(span) / (1 << 24)
         x += float(lo)
         return x.astype(np.float32)
-    x = w.astype(np.float32)
+    x = w.view(np.int32).astype(np.float32)
     x *= np.float32(1.0 / (1 << 24))
     return fma32(x, span, lo)  # PyTorch's kernel is built with FMA contraction
 

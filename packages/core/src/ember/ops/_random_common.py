@@ -40,17 +40,13 @@ def float_dtype(fn: str, dtype):
     return dtype
 
 
-def _numel(shape) -> int:
-    return math.prod(shape)
-
-
 def uniform_values(gen: Generator, shape, dtype, low: float = 0.0, high: float = 1.0) -> np.ndarray:
     """PyTorch's uniforms in ``[low, high)`` for a ``dtype`` tensor of ``shape`` (a NumPy array to cast).
 
     float16 and bfloat16 draw float32 uniforms and round them; one that rounds up to ``high`` becomes ``low``,
     as in PyTorch.
     """
-    values = dist.uniform(gen.engine, _numel(shape), dtype.name, low, high).reshape(shape)
+    values = dist.uniform(gen.engine, math.prod(shape), dtype.name, low, high).reshape(shape)
     if dtype.itemsize < 4:
         values = values.astype(dt.numpy_dtype(dtype))
         top = np.asarray(high).astype(values.dtype)
@@ -61,7 +57,7 @@ def uniform_values(gen: Generator, shape, dtype, low: float = 0.0, high: float =
 def normal_values(gen: Generator, shape, dtype, mean: float = 0.0, std: float = 1.0,
                   contiguous: bool = True) -> np.ndarray:
     """PyTorch's normals ``N(mean, std**2)`` for a ``dtype`` tensor of ``shape`` (a NumPy array to cast)."""
-    return dist.normal(gen.engine, _numel(shape), dtype.name, mean, std, contiguous).reshape(shape)
+    return dist.normal(gen.engine, math.prod(shape), dtype.name, mean, std, contiguous).reshape(shape)
 
 
 def rng_to_device(values, dtype, device):

@@ -100,8 +100,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     gen = pick_generator(generator, self._device)
     # PyTorch fills a non-contiguous tensor element by element with the scalar Box-Muller
-    contiguous = bool(self._device.backend.to_numpy(self._data).flags.c_contiguous)
-    values = normal_values(gen, _shape(self), self._dtype, float(mean), float(std), contiguous)
+    values = normal_values(gen, _shape(self), self._dtype, float(mean), float(std), self.is_contiguous())
     return _write(self, rng_to_device(values, self._dtype, self._device), "NormalRefill0")
 
 
