@@ -43,6 +43,8 @@ INITS = {
     "normal_": lambda w: nn.init.normal_(w, 0.1, 0.3),
     "trunc_normal_": lambda w: nn.init.trunc_normal_(w, std=0.02),
     "trunc_normal_window": lambda w: nn.init.trunc_normal_(w, mean=0.5, std=1.0, a=-1.0, b=1.5),
+    "trunc_normal_tail": lambda w: nn.init.trunc_normal_(w, mean=0.0, std=1.0, a=1.5, b=3.0),
+    "sparse_": lambda w: nn.init.sparse_(w, 0.3),
     "orthogonal_": lambda w: nn.init.orthogonal_(w),
     "orthogonal_wide": lambda w: nn.init.orthogonal_(w.T),
 }
