@@ -178,8 +178,8 @@ def alpha_dropout(input: Tensor, p: Any = ..., training: builtins.bool = ..., in
     >>> from ember.ops.dropout import alpha_dropout
     >>> _ = ember.manual_seed(0)
     >>> y = alpha_dropout(ember.randn(20000), training=True)
-    >>> round(y.mean().item(), 1), round(y.std().item(), 1)
-    (0.0, 1.0)
+    >>> abs(y.mean().item()) < 0.05, round(y.std().item(), 1)
+    (True, 1.0)
     """
 
 # ember.ops.minmax
