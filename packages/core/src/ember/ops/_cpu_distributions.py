@@ -60,10 +60,8 @@ def uniform(engine: MT19937Engine, n: int, dtype: str, low: float = 0.0, high: f
     lo, hi = np.float32(low), np.float32(high)
     span = hi - lo
     if _exact_in_float64(span, lo):  # then rounding the float64 value once is the fused multiply-add's rounding
-        x = w.astype(np.float64)
-        x *= float(span) / (1 << 24)
-        x += float(lo)
-        return x.astype(np.float32)
+        x = np.multiply(w.view(np.int32), float(span) / (1 << 24), dtype=np.float64)
+        return np.add(x, float(lo), out=w.view(np.float32), casting="unsafe")  # rounded once, into w's buffer
     x = w.view(np.int32).astype(np.float32)
     x *= np.float32(1.0 / (1 << 24))
     return fma32(x, span, lo)  # PyTorch's kernel is built with FMA contraction
