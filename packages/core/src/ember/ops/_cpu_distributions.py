@@ -178,23 +178,24 @@ def permutation(engine: MT19937Engine, n: int) -> np.ndarray:
     """
     if n < 2:
         return np.arange(n, dtype=np.int64)
-    steps = np.arange(n - 1, dtype=np.int64)
-    targets = (engine.words(n - 1) % np.arange(n, 1, -1, dtype=np.uint32)).astype(np.int64)
+    index = np.int32 if n < 1 << 31 else np.int64  # narrower indices keep the gathers in the cache
+    steps = np.arange(n - 1, dtype=index)
+    targets = (engine.words(n - 1) % np.arange(n, 1, -1, dtype=np.uint32)).astype(index)
     targets += steps
-    swaps = np.flatnonzero(targets != steps)  # the steps that write a later position
+    rest = np.flatnonzero(targets != steps).astype(index)  # the steps that write a later position
+    rest_targets = targets[rest]
     # newest[p]: the newest writer of p among `rest`; prev[k]: the previous step that wrote k's target
-    newest = np.full(n, -1, dtype=np.int64)
-    np.maximum.at(newest, targets[swaps], swaps)
-    last = newest.copy()
-    prev = np.full(n - 1, -1, dtype=np.int64)
-    rest = swaps
+    newest = np.full(n, -1, dtype=index)
+    np.maximum.at(newest, rest_targets, rest)
+    carry = np.where(newest >= 0, newest, np.arange(n, dtype=index))  # the last writer of each position
+    prev = np.full(n - 1, -1, dtype=index)
     while rest.size:
-        top = newest[targets[rest]] == rest
-        tops, rest = rest[top], rest[~top]
-        newest[targets[tops]] = -1
-        np.maximum.at(newest, targets[rest], rest)
-        prev[tops] = newest[targets[tops]]
-    carry = np.where(last >= 0, last, np.arange(n, dtype=np.int64))
+        top = newest[rest_targets] == rest
+        tops, tops_targets = rest[top], rest_targets[top]
+        rest, rest_targets = rest[~top], rest_targets[~top]
+        newest[tops_targets] = -1
+        np.maximum.at(newest, rest_targets, rest)
+        prev[tops] = newest[tops_targets]
     while True:  # follow the writers back to the position whose original value they carried
         deeper = carry[carry]
         if np.array_equal(deeper, carry):
