@@ -202,8 +202,8 @@ def alpha_dropout(input: Tensor, p: Any = ..., training: builtins.bool = ..., in
     >>> from ember.ops.dropout import alpha_dropout
     >>> _ = ember.manual_seed(0)
     >>> y = alpha_dropout(ember.randn(20000), training=True)
-    >>> round(y.mean().item(), 1), round(y.std().item(), 1)
-    (0.0, 1.0)
+    >>> abs(y.mean().item()) < 0.05, round(y.std().item(), 1)
+    (True, 1.0)
     """
 
 # ember.ops.minmax
@@ -1999,6 +1999,10 @@ def multinomial(
 ) -> Tensor:
     """Indices sampled from the categories of each row of ``input`` (non-negative weights, not necessarily
     summing to one). Without replacement an index appears at most once per row.
+
+    As in PyTorch, one sample or samples without replacement are the largest ``p / q`` for exponential ``q``
+    (the exponentials may differ from PyTorch's in the last bit, which can reorder near-ties); several samples
+    with replacement are found by bisection of the normalised cumulative sums.
 
     >>> import ember
     >>> ember.multinomial(ember.tensor([0.0, 1.0, 0.0]), 2, replacement=True)

@@ -1547,6 +1547,10 @@ class Tensor:
         """Indices sampled from the categories of each row of ``input`` (non-negative weights, not necessarily
         summing to one). Without replacement an index appears at most once per row.
 
+        As in PyTorch, one sample or samples without replacement are the largest ``p / q`` for exponential ``q``
+        (the exponentials may differ from PyTorch's in the last bit, which can reorder near-ties); several samples
+        with replacement are found by bisection of the normalised cumulative sums.
+
         >>> import ember
         >>> ember.multinomial(ember.tensor([0.0, 1.0, 0.0]), 2, replacement=True)
         tensor([1, 1])

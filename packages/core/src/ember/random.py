@@ -1,9 +1,15 @@
 """Random number generators: one default :class:`Generator` per device, seeded by ``manual_seed``.
 
-Each device gets its own default generator, made lazily by its backend
-(``Backend.create_rng``). :func:`manual_seed` seeds all of them, those made
-later included; devices other than index 0 draw from a stream derived from the
-seed, so ``cpu:0`` and ``cpu:1`` are independent yet reproducible.
+A generator is PyTorch's CPU generator (:class:`ember._mt19937.MT19937Engine`:
+MT19937 seeded with the seed's low 32 bits), so after ``manual_seed(s)`` the
+random ops on the CPU give PyTorch's numbers for ``torch.manual_seed(s)``, and
+``get_state`` returns PyTorch's 5056-byte state. Each device gets its own
+default generator, made lazily; :func:`manual_seed` seeds all of them, those
+made later included; devices other than index 0 draw from a stream derived from
+the seed, so ``cpu:0`` and ``cpu:1`` are independent yet reproducible. Other
+backends draw on the host with the same engine (PyTorch's CUDA generator is
+Philox, which ember does not imitate). Until seeded, a process starts from a
+fresh random seed, as PyTorch's does.
 
 >>> import ember
 >>> g = ember.manual_seed(0)
@@ -23,13 +29,14 @@ import numpy as np
 
 from ._device import as_device
 from ._dtype import uint8
+from ._mt19937 import MT19937Engine
 from ._tensor import Tensor
 from .ops.creation import from_numpy
 
 __all__ = ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "fork_rng",
            "default_generator"]
 
-#: the seed a generator starts from before anyone seeds it (PyTorch's value)
+#: the seed ``Generator()`` starts from, as ``torch.Generator()`` (the default generators start from a fresh one)
 DEFAULT_SEED = 67280421310721
 _U64 = 1 << 64
 
@@ -51,7 +58,10 @@ def _stream_seed(s: int, device) -> int:
 
 
 class Generator:
-    """A random number generator on a device; pass it as ``generator=`` to random ops.
+    """A random number generator on a device, as ``torch.Generator``; pass it as ``generator=`` to random ops.
+
+    A new generator starts from PyTorch's seed 67280421310721; the default
+    generators start from a fresh random seed per process, as PyTorch's do.
 
     >>> import ember
     >>> g = ember.Generator().manual_seed(42)
@@ -61,20 +71,20 @@ class Generator:
     (True, 42, device(type='cpu'))
     """
 
-    __slots__ = ("_device", "_seed", "_rng")
+    __slots__ = ("_device", "_seed", "_engine")
 
     def __init__(self, device="cpu"):
         dev = as_device(device)
         dev.backend  # noqa: B018 - fail now, with the backend's message, for a device that does not exist
         self._device = dev
         self._seed = DEFAULT_SEED
-        self._rng = None
+        self._engine = None
 
     @classmethod
     def _lazy(cls, device, seed_value):
-        """A generator whose backend generator is made on first use (safe during ``import ember``)."""
+        """A generator whose engine is made on first use (safe during ``import ember``)."""
         g = object.__new__(cls)
-        g._device, g._seed, g._rng = device, seed_value, None
+        g._device, g._seed, g._engine = device, seed_value, None
         return g
 
     @property
@@ -82,17 +92,17 @@ class Generator:
         return self._device
 
     @property
-    def rng(self):
-        """The backend's generator object (NumPy ``Generator`` methods)."""
-        rng = self._rng
-        if rng is None:
-            rng = self._rng = self._device.backend.create_rng(self._device, _stream_seed(self._seed, self._device))
-        return rng
+    def engine(self) -> MT19937Engine:
+        """The MT19937 engine that the random ops draw from."""
+        engine = self._engine
+        if engine is None:
+            engine = self._engine = MT19937Engine(_stream_seed(self._seed, self._device))
+        return engine
 
     def manual_seed(self, seed):
-        """Seed this generator; returns ``self``."""
+        """Seed this generator (an int in [-2**63, 2**64); MT19937 uses its low 32 bits); returns ``self``."""
         self._seed = _check_seed(seed)
-        self._rng = None
+        self._engine = None
         return self
 
     def seed(self) -> int:
@@ -106,28 +116,22 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        """The generator's state as a 1-D ``ember.uint8`` tensor (give it to :meth:`set_state`)."""
-        raw = self._seed.to_bytes(8, "little") + bytes(self._device.backend.rng_get_state(self.rng))
-        return from_numpy(np.frombuffer(raw, dtype=np.uint8).copy())
+        """The generator's state as a 1-D ``ember.uint8`` tensor of 5056 bytes, in PyTorch's CPU layout.
+
+        ``torch.Generator().set_state(torch.from_numpy(state.numpy()))`` continues the same stream in PyTorch,
+        and the other way round.
+        """
+        return from_numpy(np.frombuffer(self.engine.get_state(), dtype=np.uint8).copy())
 
     def set_state(self, new_state):
-        """Restore a state from :meth:`get_state`; returns ``self``."""
+        """Restore a state from :meth:`get_state` (or PyTorch's ``get_state()``); returns ``self``."""
         if not isinstance(new_state, Tensor):
             raise TypeError(f"expected an ember.ByteTensor (a uint8 tensor from get_state()), "
                             f"but got {type(new_state).__name__}")
         if new_state.dtype is not uint8:
             raise TypeError(f"RNG state must be an ember.ByteTensor (uint8), got dtype {new_state.dtype!r}")
-        raw = new_state.detach().numpy(force=True).tobytes()
-        if len(raw) <= 8:
-            raise RuntimeError(f"invalid RNG state for device {self._device}: {len(raw)} bytes is too short; "
-                               "expected a state made by get_state()")
-        rng = self._device.backend.create_rng(self._device, 0)
-        try:
-            self._device.backend.rng_set_state(rng, raw[8:])
-        except Exception as exc:
-            raise RuntimeError(f"invalid RNG state for device {self._device}: {exc}; "
-                               "expected a state made by get_state()") from None
-        self._seed, self._rng = int.from_bytes(raw[:8], "little"), rng
+        engine = MT19937Engine.from_state(new_state.detach().numpy(force=True).tobytes())
+        self._seed, self._engine = engine.seed, engine
         return self
 
     def __repr__(self):
@@ -136,11 +140,11 @@ class Generator:
 
 Generator.__module__ = "ember"
 
-_base_seed = DEFAULT_SEED
+_base_seed = secrets.randbits(64)  # a fresh seed per process until manual_seed, as in PyTorch
 _defaults: dict = {}  # device key -> that device's default Generator
 
 #: the default generator of the CPU (``torch.default_generator``)
-default_generator = _defaults[("cpu", 0)] = Generator._lazy(as_device("cpu"), DEFAULT_SEED)
+default_generator = _defaults[("cpu", 0)] = Generator._lazy(as_device("cpu"), _base_seed)
 
 
 def default_generator_for(device) -> Generator:

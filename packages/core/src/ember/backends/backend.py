@@ -13,7 +13,6 @@ Subclass :class:`Backend` in a plugin and return an instance from the
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any
 
 import numpy as np
@@ -140,23 +139,9 @@ class Backend:
         return self.to_numpy(array).__array_interface__["data"][0]
 
     # -- random numbers ------------------------------------------------------
-    def create_rng(self, device, seed: int):
-        """A random generator for ``device`` seeded with ``seed`` (an int in [0, 2**64)).
-
-        ember calls these NumPy ``Generator`` methods on it: ``random``,
-        ``standard_normal`` (both with ``dtype=``), ``integers``, ``permutation``
-        and ``standard_exponential``; their results go through :meth:`rng_array`.
-        """
-        return np.random.Generator(np.random.PCG64(seed))
-
-    def rng_get_state(self, rng) -> bytes:
-        return json.dumps(rng.bit_generator.state).encode()
-
-    def rng_set_state(self, rng, state: bytes) -> None:
-        rng.bit_generator.state = json.loads(bytes(state).decode())
-
     def rng_array(self, array: np.ndarray, device):
-        """Turn what :meth:`create_rng`'s generator returned into an array on ``device``."""
+        """Turn the generator's draws (NumPy arrays made on the host by ``ember.random``) into an array on
+        ``device``."""
         return self.from_numpy(array, device)
 
     # -- memory --------------------------------------------------------------

@@ -1,12 +1,14 @@
 """What the random ops share: picking the generator, drawing from it, moving draws to the device, checks."""
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
 
 from .. import _dtype as dt
 from ..random import Generator, default_generator_for
+from . import _cpu_distributions as dist
 from ._common import Tensor
 from .creation import zeros
 
@@ -38,22 +40,24 @@ def float_dtype(fn: str, dtype):
     return dtype
 
 
-def _draw_dtype(dtype):
-    return np.float64 if dtype is dt.float64 else np.float32
+def uniform_values(gen: Generator, shape, dtype, low: float = 0.0, high: float = 1.0) -> np.ndarray:
+    """PyTorch's uniforms in ``[low, high)`` for a ``dtype`` tensor of ``shape`` (a NumPy array to cast).
+
+    float16 and bfloat16 draw float32 uniforms and round them; one that rounds up to ``high`` becomes ``low``,
+    as in PyTorch.
+    """
+    values = dist.uniform(gen.engine, math.prod(shape), dtype.name, low, high).reshape(shape)
+    if dtype.itemsize < 4:
+        values = values.astype(dt.numpy_dtype(dtype))
+        top = np.asarray(high).astype(values.dtype)
+        values[values == top] = np.asarray(low).astype(values.dtype)
+    return values
 
 
-def unit_uniform(rng, shape, dtype):
-    """Uniform draws in [0, 1) that stay below 1 once cast to ``dtype``."""
-    u = rng.random(shape, dtype=_draw_dtype(dtype))
-    bits = MANTISSA_BITS[dtype.name]
-    if bits < 24:  # keep only the bits float16/bfloat16 hold, so rounding never reaches 1.0
-        scale = float(1 << bits)
-        u = (u * scale).astype(np.int32).astype(np.float32) / scale
-    return u
-
-
-def standard_normal(rng, shape, dtype):
-    return rng.standard_normal(shape, dtype=_draw_dtype(dtype))
+def normal_values(gen: Generator, shape, dtype, mean: float = 0.0, std: float = 1.0,
+                  contiguous: bool = True) -> np.ndarray:
+    """PyTorch's normals ``N(mean, std**2)`` for a ``dtype`` tensor of ``shape`` (a NumPy array to cast)."""
+    return dist.normal(gen.engine, math.prod(shape), dtype.name, mean, std, contiguous).reshape(shape)
 
 
 def rng_to_device(values, dtype, device):

@@ -12,21 +12,20 @@ a non-leaf gets a grad_fn whose gradient is zero, as in PyTorch.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .. import _dtype as dt
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
+from . import _cpu_distributions as dist
 from ._common import Tensor, tensor_method
 from ._random_common import (
     MANTISSA_BITS,
     check_int_range,
     check_p,
     check_probabilities,
+    normal_values,
     pick_generator,
     rng_to_device,
-    standard_normal,
-    unit_uniform,
+    uniform_values,
     zero_grads,
 )
 
@@ -89,8 +88,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
     _need_float(self, "check_uniform_bounds")
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_:g} > to={to:g}")
-    rng = pick_generator(generator, self._device).rng
-    values = unit_uniform(rng, _shape(self), self._dtype) * (to - from_) + from_
+    values = uniform_values(pick_generator(generator, self._device), _shape(self), self._dtype, from_, to)
     return _write(self, rng_to_device(values, self._dtype, self._device), "UniformRefill0")
 
 
@@ -100,8 +98,9 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     _need_float(self, "normal_kernel_cpu")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
-    rng = pick_generator(generator, self._device).rng
-    values = standard_normal(rng, _shape(self), self._dtype) * std + mean
+    gen = pick_generator(generator, self._device)
+    # PyTorch fills a non-contiguous tensor element by element with the scalar Box-Muller
+    values = normal_values(gen, _shape(self), self._dtype, float(mean), float(std), self.is_contiguous())
     return _write(self, rng_to_device(values, self._dtype, self._device), "NormalRefill0")
 
 
@@ -113,9 +112,8 @@ def exponential_(self, lambd=1.0, *, generator=None):
                            f"floating point but you specified {self._dtype.scalar_type_name}")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
-    rng = pick_generator(generator, self._device).rng
-    draw = np.float64 if self._dtype is dt.float64 else np.float32
-    values = rng.standard_exponential(_shape(self), dtype=draw) / lambd
+    engine = pick_generator(generator, self._device).engine
+    values = dist.exponential(engine, self._data.size, float(lambd)).reshape(_shape(self))
     return _write(self, rng_to_device(values, self._dtype, self._device), "ExponentialRefill0")
 
 
@@ -124,7 +122,7 @@ def bernoulli_(self, p=0.5, *, generator=None):
     """Fill with 0/1 samples that are 1 with probability ``p`` (a float, or a tensor broadcast to ``self``)."""
     device = self._device
     xp = device.backend.xp
-    rng = pick_generator(generator, device).rng
+    gen = pick_generator(generator, device)
     if isinstance(p, Tensor):
         if not p._dtype.is_floating_point:
             raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
@@ -133,12 +131,13 @@ def bernoulli_(self, p=0.5, *, generator=None):
             raise RuntimeError(f"bernoulli_: p of shape {list(p.shape)} cannot be broadcast to the shape "
                                f"{list(self.shape)} of the tensor being filled")
         check_probabilities(p)
-        u = rng_to_device(unit_uniform(rng, _shape(self), p._dtype), p._dtype, device)
-        hits, node = u < p.to(device)._data, "BernoulliRefill1"
+        draw = dt.float64 if p._dtype is dt.float64 else dt.float32  # PyTorch's uniform for p's dtype
+        u = rng_to_device(uniform_values(gen, _shape(self), draw), draw, device)
+        hits, node = u < xp.astype(p.to(device)._data, u.dtype), "BernoulliRefill1"
     else:
         check_p("bernoulli_", p)
-        u = rng_to_device(unit_uniform(rng, _shape(self), dt.float64), dt.float64, device)
-        hits, node = u < float(p), "BernoulliRefill2"
+        hits = dist.bernoulli_scalar(gen.engine, self._data.size, float(p)).reshape(_shape(self))
+        hits, node = rng_to_device(hits, dt.bool_, device), "BernoulliRefill2"
     return _write(self, xp.astype(hits, device.backend.native_dtype(self._dtype)), node)
 
 
@@ -175,6 +174,6 @@ def random_(self, from_=_UNSET, to=_UNSET, *, generator=None):
             low, node = from_, "RandomRefill0"
             high = _full_range(self._dtype)[1] if to is None else to
         check_int_range(int(low), int(high), self._dtype)
-    rng = pick_generator(generator, self._device).rng
-    values = rng.integers(int(low), int(high), size=_shape(self), dtype=np.int64)
+    engine = pick_generator(generator, self._device).engine
+    values = dist.integers(engine, self._data.size, int(low), int(high)).reshape(_shape(self))
     return _write(self, rng_to_device(values, self._dtype, self._device), node)

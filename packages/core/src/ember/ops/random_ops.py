@@ -2,7 +2,8 @@
 and the ``*_like`` forms. In-place fills (``uniform_``, ``normal_``, ...) are in ``random_inplace``.
 
 Numbers come from the device's default :class:`ember.Generator` (seeded by
-``ember.manual_seed``) or from ``generator=``.
+``ember.manual_seed``) or from ``generator=``; on the CPU they are PyTorch's
+numbers for the same seed (see :mod:`ember.ops._cpu_distributions`).
 
 >>> import ember
 >>> _ = ember.manual_seed(0)
@@ -14,6 +15,7 @@ True
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -22,6 +24,7 @@ from .. import _alloc
 from .. import _dtype as dt
 from .._device import as_device
 from ..autograd.function import Op
+from . import _cpu_distributions as dist
 from . import random_inplace  # noqa: F401  (attaches uniform_, normal_, ... to Tensor)
 from ._common import Tensor, tensor_method
 from ._random_common import (
@@ -29,10 +32,10 @@ from ._random_common import (
     check_p,
     check_probabilities,
     float_dtype,
+    normal_values,
     pick_generator,
     rng_to_device,
-    standard_normal,
-    unit_uniform,
+    uniform_values,
     zero_grads,
 )
 from .creation import _finish, size_from_args
@@ -61,10 +64,10 @@ def rand(*dims, size=None, generator=None, dtype=None, device=None, requires_gra
     shape = _shape_arg(dims, size, "rand")
     device = as_device(device)
     dtype = float_dtype("rand", dtype)
-    rng = pick_generator(generator, device).rng
+    generator = pick_generator(generator, device)
     _alloc.check_request(device, shape, dtype)  # past a memory limit, fail before drawing
     try:
-        data = rng_to_device(unit_uniform(rng, shape, dtype), dtype, device)
+        data = rng_to_device(uniform_values(generator, shape, dtype), dtype, device)
     except MemoryError as exc:
         raise _alloc.from_memory_error(exc, device, shape, dtype) from exc
     return _finish(data, device, dtype, requires_grad)
@@ -80,10 +83,10 @@ def randn(*dims, size=None, generator=None, dtype=None, device=None, requires_gr
     shape = _shape_arg(dims, size, "randn")
     device = as_device(device)
     dtype = float_dtype("randn", dtype)
-    rng = pick_generator(generator, device).rng
+    generator = pick_generator(generator, device)
     _alloc.check_request(device, shape, dtype)  # past a memory limit, fail before drawing
     try:
-        data = rng_to_device(standard_normal(rng, shape, dtype), dtype, device)
+        data = rng_to_device(normal_values(generator, shape, dtype), dtype, device)
     except MemoryError as exc:
         raise _alloc.from_memory_error(exc, device, shape, dtype) from exc
     return _finish(data, device, dtype, requires_grad)
@@ -127,10 +130,10 @@ def randint(*args, size=None, generator=None, dtype=None, device=None, requires_
     dtype = dtype or dt.int64
     check_int_range(low, high, dtype)
     device = as_device(device)
+    engine = pick_generator(generator, device).engine
     _alloc.check_request(device, shape, dtype)
     try:
-        values = rng_to_device(pick_generator(generator, device).rng.integers(low, high, size=shape, dtype=np.int64),
-                               dtype, device)
+        values = rng_to_device(dist.integers(engine, math.prod(shape), low, high).reshape(shape), dtype, device)
     except MemoryError as exc:
         raise _alloc.from_memory_error(exc, device, shape, dtype) from exc
     return _finish(values, device, dtype, requires_grad)
@@ -154,7 +157,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
         raise RuntimeError(f"value cannot be converted to type {dtype.name}_t without overflow: randperm({n}) "
                            f"needs values up to {n - 1}, more than {dtype!r} holds")
     device = as_device(device)
-    values = pick_generator(generator, device).rng.permutation(int(n))
+    values = dist.permutation(pick_generator(generator, device).engine, int(n))
     return _finish(rng_to_device(values, dtype, device), device, dtype, requires_grad)
 
 
@@ -172,9 +175,9 @@ class NormalTensorFloat(_ZeroGradOp):
     backward_name = "NormalBackward1"
 
     @staticmethod
-    def forward(ctx, xp, mean, noise=None, std=1.0):
+    def forward(ctx, xp, mean, noise=None):
         ctx.shapes = (mean.shape,)
-        return mean + noise * std
+        return mean + noise
 
 
 class NormalFloatTensor(_ZeroGradOp):
@@ -240,7 +243,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         shape = size_from_args((size,) if isinstance(size, (tuple, list)) else (size,), "normal")
         device = as_device(device)
         dtype = float_dtype("normal", dtype)
-        noise = standard_normal(pick_generator(generator, device).rng, shape, dtype) * float(std) + float(mean)
+        noise = normal_values(pick_generator(generator, device), shape, dtype, float(mean), float(std))
         return _finish(rng_to_device(noise, dtype, device), device, dtype, requires_grad)
     if size is not None or dtype is not None or device is not None or requires_grad:
         raise TypeError("normal(): size=, dtype=, device= and requires_grad= are only taken when mean and std are "
@@ -254,11 +257,13 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     tensors = [t if t._dtype is out_dtype else t.to(out_dtype) for t in tensors]
     shape = _broadcast_shape(tuple(mean.shape), tuple(std.shape)) if len(tensors) == 2 else tuple(tensors[0].shape)
     device = tensors[0]._device
-    noise = rng_to_device(standard_normal(pick_generator(generator, device).rng, shape, out_dtype), out_dtype, device)
+    gen = pick_generator(generator, device)
+    if mean_t and not std_t:  # PyTorch: normal_(0, std), then + mean
+        noise = rng_to_device(normal_values(gen, shape, out_dtype, 0.0, float(std)), out_dtype, device)
+        return NormalTensorFloat.apply(tensors[0], noise=noise)
+    noise = rng_to_device(normal_values(gen, shape, out_dtype), out_dtype, device)
     if mean_t and std_t:
         return NormalTensorTensor.apply(tensors[0], tensors[1], noise=noise)
-    if mean_t:
-        return NormalTensorFloat.apply(tensors[0], noise=noise, std=float(std))
     return NormalFloatTensor.apply(tensors[0], noise=noise, mean=float(mean))
 
 
@@ -269,7 +274,7 @@ class Bernoulli(_ZeroGradOp):
     @staticmethod
     def forward(ctx, xp, p, u=None):
         ctx.shapes = (p.shape,)
-        return xp.astype(u < p, p.dtype)
+        return xp.astype(u < xp.astype(p, u.dtype), p.dtype)
 
 
 class BernoulliScalar(_ZeroGradOp):
@@ -277,9 +282,9 @@ class BernoulliScalar(_ZeroGradOp):
     backward_name = "BernoulliBackward1"
 
     @staticmethod
-    def forward(ctx, xp, a, u=None, p=0.5):
+    def forward(ctx, xp, a, hits=None):
         ctx.shapes = (a.shape,)
-        return xp.astype(u < p, a.dtype)
+        return xp.astype(hits, a.dtype)
 
 
 def bernoulli(input, p=None, *, generator=None):
@@ -298,14 +303,17 @@ def bernoulli(input, p=None, *, generator=None):
                                   f"'{input._dtype.scalar_type_name}': bernoulli() expects floating-point "
                                   "probabilities")
     device = input._device
-    rng = pick_generator(generator, device).rng
-    u = rng_to_device(unit_uniform(rng, tuple(input.shape), input._dtype), input._dtype, device)
-    if p is None:
+    gen = pick_generator(generator, device)
+    shape = tuple(input.shape)
+    if p is None:  # PyTorch: a uniform of p's dtype (float64, else float32) below each probability
         check_probabilities(input)
+        draw = dt.float64 if input._dtype is dt.float64 else dt.float32
+        u = rng_to_device(uniform_values(gen, shape, draw), draw, device)
         return Bernoulli.apply(input, u=u)
     p = float(p)
     check_p("bernoulli_", p)
-    return BernoulliScalar.apply(input, u=u, p=p)
+    hits = dist.bernoulli_scalar(gen.engine, math.prod(shape), p).reshape(shape)
+    return BernoulliScalar.apply(input, hits=rng_to_device(hits, dt.bool_, device))
 
 
 # -- multinomial -------------------------------------------------------------------------------------------------
@@ -333,6 +341,10 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     """Indices sampled from the categories of each row of ``input`` (non-negative weights, not necessarily
     summing to one). Without replacement an index appears at most once per row.
 
+    As in PyTorch, one sample or samples without replacement are the largest ``p / q`` for exponential ``q``
+    (the exponentials may differ from PyTorch's in the last bit, which can reorder near-ties); several samples
+    with replacement are found by bisection of the normalised cumulative sums.
+
     >>> import ember
     >>> ember.multinomial(ember.tensor([0.0, 1.0, 0.0]), 2, replacement=True)
     tensor([1, 1])
@@ -351,21 +363,10 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     elif rows:
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    rng = pick_generator(generator, device).rng
-    if not replacement:
-        # exponential race: the k smallest Exp(1)/p_i are a weighted sample without replacement
-        e = rng_to_device(rng.standard_exponential((rows, n_cat)), dt.float64, device)
-        positive = p > 0
-        keys = xp.where(positive, e / xp.where(positive, p, 1.0), xp.inf)
-        idx = xp.argsort(keys, axis=-1, stable=True)[:, :num_samples]
-    else:
-        cdf = xp.cumulative_sum(p, axis=-1)
-        u = rng_to_device(rng.random((rows, num_samples)), dt.float64, device) * cdf[:, n_cat - 1:]
-        if rows:
-            idx = xp.stack([xp.searchsorted(cdf[r, :], u[r, :], side="right") for r in range(rows)])
-            idx = xp.where(idx >= n_cat, n_cat - 1, idx)
-        else:
-            idx = xp.zeros((0, num_samples), dtype=backend.native_dtype(dt.int64))
+    engine = pick_generator(generator, device).engine
+    probs = np.asarray(backend.to_numpy(input._data)).reshape(rows, n_cat)
+    idx = dist.multinomial(engine, probs, num_samples, replacement)
+    idx = backend.from_numpy(idx, device)
     idx = xp.astype(idx, backend.native_dtype(dt.int64))
     if input.ndim == 1:
         idx = xp.reshape(idx, (num_samples,))

@@ -267,7 +267,9 @@ def orthogonal_(tensor, gain: float = 1, generator=None):
 
 def sparse_(tensor, sparsity: float, std: float = 0.01, generator=None):
     """Fill the 2-D ``tensor`` with ``N(0, std**2)`` values, then zero ``ceil(sparsity * rows)`` random entries
-    of each column (Martens, 2010).
+    of each column (Martens, 2010): the first rows of a ``randperm(rows)`` per column, as PyTorch draws them
+    (PyTorch draws those permutations from the default generator even when ``generator`` is given; ember uses
+    ``generator`` for both).
 
     >>> import ember
     >>> w = ember.nn.init.sparse_(ember.empty(10, 4), sparsity=0.3)
@@ -280,9 +282,9 @@ def sparse_(tensor, sparsity: float, std: float = 0.01, generator=None):
     n_zeros = math.ceil(sparsity * rows)
     with ember.no_grad():
         tensor.normal_(0, std, generator=generator)
-        if n_zeros:
-            order = ember.empty(rows, cols, device=tensor.device).uniform_(generator=generator).argsort(dim=0)
-            tensor.scatter_(0, order[:n_zeros], 0.0)
+        for col in range(cols):
+            rows_to_zero = ember.randperm(rows, generator=generator, device=tensor.device)[:n_zeros]
+            tensor[rows_to_zero, col] = 0.0
     return tensor
 
 
