@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+import ember
 from ember.parallel.pipelining import Schedule1F1B, ScheduleGPipe
 
 from .ranks import run_ranks
@@ -181,11 +182,13 @@ def test_checkpointing_updates_batchnorm_statistics_once(ranks):
 
 def test_pipeline_schedules_bound_activation_memory(ranks):
     for r, found in enumerate(ranks):
-        # GPipe keeps 16 micro-batches' activations, 1F1B at most 3, checkpointing only their (narrow) inputs
+        # GPipe keeps 16 micro-batches' activations, 1F1B at most 3, checkpointing only their (narrow) inputs, and,
+        # as PyTorch's checkpoint does, the CPU generator's state (a 5056-byte tensor) of each checkpointed call
         peak = {k.split("/", 1)[1]: v for k, v in found.items() if k.startswith("peak/")}
+        rng_states = 16 * len(ember.random.get_rng_state())
         assert peak["Schedule1F1B/False"] < 0.4 * peak["ScheduleGPipe/False"], (r, peak)
         assert peak["ScheduleGPipe/True"] < 0.4 * peak["ScheduleGPipe/False"], (r, peak)
-        assert peak["Schedule1F1B/True"] < 1.05 * peak["Schedule1F1B/False"], (r, peak)
+        assert peak["Schedule1F1B/True"] < 1.05 * peak["Schedule1F1B/False"] + rng_states, (r, peak)
 
 
 def test_pipeline_errors_say_what_was_wrong(ranks):
