@@ -116,3 +116,20 @@ def test_bad_arguments_say_what_was_expected():
 
 def test_out_of_memory_error_is_a_runtime_error():
     assert issubclass(ember.OutOfMemoryError, RuntimeError) and issubclass(ember.OutOfMemoryError, ember.EmberError)
+
+
+def test_finds_the_exact_largest_batch_under_a_real_memory_limit():
+    gc.collect()
+    base = ember.memory_allocated()
+    ember.memory.set_memory_limit(base + 37 * ROW + ROW // 2)  # 37 rows fit, 38 do not
+
+    def step(batch_size):
+        activations = ember.empty(batch_size, 1000)  # float32: ROW bytes a row
+        return activations.sum()
+    try:
+        found = find_max_batch_size(step, max=1000)
+    finally:
+        ember.memory.set_memory_limit(None)
+    assert found.batch_size == 37
+    assert [t.ok for t in found.tries] == [t.size <= 37 for t in found.tries]
+    assert ember.memory_allocated() == base  # nothing of the failed tries is left

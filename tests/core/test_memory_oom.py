@@ -9,6 +9,7 @@ import ember
 import ember.nn as nn
 from ember.autograd.function import Op
 from ember.errors import EmberError
+from ember.serialization import _format as serialization_format
 
 
 @pytest.fixture(autouse=True)
@@ -228,3 +229,14 @@ def test_memory_stats_has_pytorchs_keys():
                 "requested_bytes.all.current", "reserved_bytes.all.current", "num_ooms", "num_alloc_retries"):
         assert key in stats
     assert stats["active_bytes.all.current"] == stats["allocated_bytes.all.current"] == ember.memory_allocated()
+
+
+def test_loading_a_checkpoint_the_host_cannot_hold_raises_out_of_memory(tmp_path, monkeypatch):
+    path = tmp_path / "w.safetensors"
+    ember.save({"w": ember.ones(1000)}, path)
+
+    def refuse(*args, **kwargs):
+        raise MemoryError("Unable to allocate 3.91 KiB for an array with shape (1000,) and data type float32")
+    monkeypatch.setattr(serialization_format, "read_array", refuse)
+    with pytest.raises(ember.OutOfMemoryError, match="could not allocate it"):
+        ember.load(path)

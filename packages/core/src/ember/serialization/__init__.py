@@ -26,6 +26,7 @@ import os
 
 import numpy as np
 
+from .._alloc import from_memory_error
 from .._device import as_device
 from .._device import device as _device_cls
 from ..errors import CheckpointError
@@ -177,7 +178,10 @@ def _load(f, size, where, map_location, keys, weights_only):
     def fetch(kind, name, saved_device, view):
         arr = arrays.get(name)
         if arr is None:
-            arr = arrays[name] = _format.read_array(f, entries[name], where)
+            try:
+                arr = arrays[name] = _format.read_array(f, entries[name], where)
+            except MemoryError as exc:  # the host could not hold the tensor's bytes
+                raise from_memory_error(exc, as_device("cpu")) from exc
         if view is not None:
             offset, shape, strides = view
             arr = np.lib.stride_tricks.as_strided(arr[offset:], shape, [s * arr.itemsize for s in strides])
