@@ -23,7 +23,7 @@ import ember
 import ember.distributed as dist
 from ember import _sibling_api as core
 
-from .comm_hooks import CommFuture, GradBucket, allreduce_hook
+from .comm_hooks import CommFuture, GradBucket, allreduce_hook, summed
 
 __all__ = ["Reducer", "assign_buckets", "FIRST_BUCKET_BYTES"]
 
@@ -174,9 +174,7 @@ class Reducer:
 
     def _launch(self, bucket: _Bucket) -> None:
         if self.hook is allreduce_hook and self.fuse_division:  # divided already, as the gradients came in
-            buffer = bucket.buffer
-            bucket.future = CommFuture(dist.all_reduce(buffer, group=self.process_group, async_op=True),
-                                       lambda: buffer)
+            bucket.future = summed(self.process_group, bucket.buffer)
             return
         grad_bucket = GradBucket(bucket.index, bucket.buffer, bucket.params, bucket.offsets,
                                  bucket.index == len(self.buckets) - 1)

@@ -120,8 +120,13 @@ def allreduce_hook(process_group, bucket: GradBucket) -> CommFuture:
     """
     buffer = bucket.buffer()
     buffer.div_(_group_size(process_group))
-    work = dist.all_reduce(buffer, group=process_group, async_op=True)
-    return CommFuture(work, lambda: buffer)
+    return summed(process_group, buffer)
+
+
+def summed(process_group, buffer) -> CommFuture:
+    """A future of ``buffer`` summed over the ranks of ``process_group`` in place (a non-blocking all-reduce):
+    :func:`allreduce_hook` after its division, and DDP itself when it divided the gradients on their way in."""
+    return CommFuture(dist.all_reduce(buffer, group=process_group, async_op=True), lambda: buffer)
 
 
 def _compress_hook(process_group, bucket: GradBucket, dtype) -> CommFuture:
