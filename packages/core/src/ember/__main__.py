@@ -2,7 +2,7 @@
 
 ``ember info`` prints what a bug report needs: the installed ember
 distributions and their versions, the registered plugins, the backends with
-their devices, and the NVIDIA GPU status. ``ember gpus`` prints the GPUs'
+their devices, the plugins' compiled random kernels, and the NVIDIA GPU status. ``ember gpus`` prints the GPUs'
 status alone (:func:`ember.gpus`).
 
 >>> main(["info"])  # doctest: +ELLIPSIS
@@ -16,6 +16,9 @@ plugins:
 <BLANKLINE>
 backends:
   cpu ...
+<BLANKLINE>
+CPU random kernels:
+...
 <BLANKLINE>
 NVIDIA GPUs:
 ...
@@ -70,6 +73,15 @@ def backend_lines() -> list[str]:
     return lines
 
 
+def random_kernel_lines() -> list[str]:
+    """Which plugin gives each compiled transform of the CPU generator (hook ``ember_cpu_random_kernels``)."""
+    by_plugin: dict[str, list[str]] = {}
+    for name, (_, plugin_name) in _plugins.collect_claims("ember_cpu_random_kernels").items():
+        by_plugin.setdefault(plugin_name, []).append(name)
+    return [f"{', '.join(sorted(names))}  [plugin {plugin_name}]" for plugin_name, names in by_plugin.items()] or [
+        "none: NumPy's transforms (the same numbers, slower; `pip install ember-numba` compiles them)"]
+
+
 def gpu_lines() -> list[str]:
     """The NVIDIA GPUs' status as :func:`ember.gpus` gives it (through nvidia-ml-py or GPUtil), one line each."""
     return str(ember.gpus()).splitlines()
@@ -87,13 +99,14 @@ def info() -> int:
     _section("distributions", [f"{name} {version}" for name, version in ember_distributions()]
              or ["none installed (running from a source tree)"])
     try:
-        plugins, backends = plugin_lines(), backend_lines()
+        plugins, backends, random_kernels = plugin_lines(), backend_lines(), random_kernel_lines()
     except PluginError as exc:
         _section("plugins", [f"ERROR: {exc}"])
         status = 1
     else:
         _section("plugins", plugins)
         _section("backends", backends)
+        _section("CPU random kernels", random_kernels)
         status = 0
     _section("NVIDIA GPUs", gpu_lines())
     return status

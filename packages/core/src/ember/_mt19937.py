@@ -53,6 +53,19 @@ class MT19937Engine:
         self._fresh = False
         return self._draw(0, 1 << 64, n, dtype=np.uint64)
 
+    def run_kernel(self, kernel, out: np.ndarray, *args) -> np.ndarray:
+        """Fill ``out`` by a plugin's compiled ``kernel(key, pos, out, *args) -> pos`` from this engine's words.
+
+        The kernel works on a copy of the MT19937 state (its 624 words and position) and the engine takes
+        the state it leaves, so that NumPy's draws and the kernel's continue one stream.
+        """
+        state = self._bits.state["state"]
+        key = np.array(state["key"], dtype=np.uint32)
+        pos = kernel(key, int(state["pos"]), out, *args)
+        self._bits.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": int(pos)}}
+        self._fresh = False
+        return out
+
     def get_state(self) -> bytes:
         """PyTorch's ``CPUGeneratorImplState`` bytes for this engine."""
         st = self._bits.state["state"]

@@ -29,7 +29,7 @@ _pm: pluggy.PluginManager | None = None
 #: called after every change of the registered plugins (see :func:`on_registry_change`)
 _LISTENERS: list = []
 #: the hooks of :mod:`ember.hookspecs`, whose claims :func:`register_plugin` always checks
-_CORE_HOOKS = ("ember_backends", "ember_op_kernels", "ember_onnx_lowerings")
+_CORE_HOOKS = ("ember_backends", "ember_op_kernels", "ember_onnx_lowerings", "ember_cpu_random_kernels")
 
 
 def get_plugin_manager() -> pluggy.PluginManager:
@@ -147,6 +147,7 @@ def _registry_changed() -> None:
     backends.cache_clear()
     op_kernels.cache_clear()
     onnx_lowerings.cache_clear()
+    cpu_random_kernels.cache_clear()
     for callback in _LISTENERS:
         callback()
 
@@ -186,6 +187,7 @@ def _check_claims(pm: pluggy.PluginManager, plugin) -> None:
     for backend_name in backends():  # a new backend brings the other plugins' kernels for it
         op_kernels(backend_name)
     onnx_lowerings()
+    cpu_random_kernels()
     for caller in pm.get_hookcallers(plugin) or ():  # the plugin's other hooks (ember.tune's, ...)
         if caller.name not in _CORE_HOOKS and caller.spec is not None and not caller.spec.argnames:
             collect_claims(caller.name)
@@ -289,3 +291,10 @@ def onnx_lowerings() -> dict:
     """``{op_name: lowering}`` that plugins give for ONNX export (cached until the registered plugins change)."""
     found = collect_claims("ember_onnx_lowerings", "the ONNX lowering of op {key}")
     return {op: lowering for op, (lowering, _) in found.items()}
+
+
+@functools.cache
+def cpu_random_kernels() -> dict:
+    """``{name: kernel}``: plugins' compiled transforms of the CPU generator (hook ``ember_cpu_random_kernels``)."""
+    found = collect_claims("ember_cpu_random_kernels", "the CPU random kernel {key}")
+    return {name: kernel for name, (kernel, _) in found.items()}

@@ -67,3 +67,31 @@ def ember_onnx_lowerings():
     found by the op's ``name_``. Two plugins lowering the same op is an error
     naming both.
     """
+
+
+@hookspec
+def ember_cpu_random_kernels():
+    """Return ``{name: kernel}``: compiled versions of the CPU generator's bulk transforms.
+
+    The CPU generator (:mod:`ember.ops._cpu_distributions`) gives PyTorch's numbers for a seed
+    with NumPy; a plugin may give the same numbers faster. Each kernel takes the MT19937 state
+    (``key``: its 624 words as a ``uint32`` array, changed in place; ``pos``: how many of them are
+    used, 0 to 624), fills a preallocated ``out`` and returns the new ``pos``; it must consume the
+    words in PyTorch's order and give bit for bit what the NumPy transform gives:
+
+    - ``"uniform"``: ``kernel(key, pos, out, low, high)``, ``out`` float32 or float64;
+    - ``"normal"``: ``kernel(key, pos, out, mean, std)``, ``out`` float32 or float64 of 16 or more values
+      (the blocked Box-Muller);
+    - ``"integers"``: ``kernel(key, pos, out, low, span)``, ``out`` int64, values ``low + word % span``
+      (64-bit draws when ``span >= 2**32``);
+    - ``"bernoulli"``: ``kernel(key, pos, out, threshold)``, ``out`` bool, True where the draw's
+      53 low bits are below ``threshold``;
+    - ``"permutation"``: ``kernel(key, pos, out)``, ``out`` int64: the forward Fisher-Yates shuffle of
+      ``0 .. len(out)-1``.
+
+    Two plugins giving the same kernel is an error naming both. Example::
+
+        @ember.hookimpl
+        def ember_cpu_random_kernels():
+            return {"uniform": my_compiled_uniform}
+    """

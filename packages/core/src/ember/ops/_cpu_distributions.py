@@ -18,6 +18,10 @@ the same seed they give PyTorch's CPU numbers:
 - Bernoulli: ``uniform < p``, the uniform of p's dtype for a tensor of
   probabilities, a float64 uniform for a float ``p``.
 
+A plugin may give compiled kernels for the bulk transforms (hook
+``ember_cpu_random_kernels``, e.g. the ``ember-numba`` distribution); they are
+used from :data:`NATIVE_MIN` values up and give the same numbers.
+
 >>> from ember._mt19937 import MT19937Engine
 >>> uniform(MT19937Engine(0), 2, "float32").tolist()  # torch.manual_seed(0); torch.rand(2)
 [0.49625658988952637, 0.7682217955589294]
@@ -29,6 +33,7 @@ import math
 import numpy as np
 
 from .._mt19937 import MT19937Engine
+from .._plugins import cpu_random_kernels
 from ._avx_math import fma32, log_ps, sincos_ps
 
 __all__ = ["uniform", "normal", "integers", "bernoulli_scalar", "permutation", "exponential", "multinomial"]
@@ -39,6 +44,15 @@ _MASK53 = np.uint64((1 << 53) - 1)
 BLOCK = 16
 #: values per chunk of the blocked Box-Muller (a multiple of BLOCK; its temporaries fit in a core's cache)
 _CHUNK = 1 << 16
+#: draws of at least this many values go to a plugin's compiled kernel, when one is registered. Below it NumPy takes
+#: well under a millisecond, and a program that never draws more does not pay the plugin's one-time start (ember-numba:
+#: about a second to import numba and load its compiled code)
+NATIVE_MIN = 1 << 16
+
+
+def _native(name: str, n: int):
+    """The plugin kernel ``name`` for a draw of ``n`` values, or None (NumPy's transform then)."""
+    return cpu_random_kernels().get(name) if n >= NATIVE_MIN else None
 
 
 def _unit64(engine: MT19937Engine, n: int) -> np.ndarray:
@@ -50,6 +64,10 @@ def _unit64(engine: MT19937Engine, n: int) -> np.ndarray:
 
 def uniform(engine: MT19937Engine, n: int, dtype: str, low: float = 0.0, high: float = 1.0) -> np.ndarray:
     """``n`` uniforms in ``[low, high)``: float64 for ``"float64"``, else float32 (to be rounded to ``dtype``)."""
+    kernel = _native("uniform", n)
+    if kernel is not None:
+        out = np.empty(n, dtype=np.float64 if dtype == "float64" else np.float32)
+        return engine.run_kernel(kernel, out, float(low), float(high))
     if dtype == "float64":
         u = _unit64(engine, n)
         return u if (low, high) == (0.0, 1.0) else u * (high - low) + low
@@ -133,6 +151,9 @@ def normal(engine: MT19937Engine, n: int, dtype: str, mean: float = 0.0, std: fl
         values = np.array([_scalar_normal(engine) * std + mean for _ in range(n)], dtype=np.float64)
         return values if dtype == "float64" else values.astype(np.float32)
     draw = "float64" if dtype == "float64" else "float32"
+    kernel = _native("normal", n)
+    if kernel is not None:
+        return engine.run_kernel(kernel, np.empty(n, dtype=draw), float(mean), float(std))
     u = uniform(engine, n, draw)
     full = n - n % BLOCK
     out = np.empty(n, dtype=u.dtype)
@@ -148,6 +169,9 @@ def normal(engine: MT19937Engine, n: int, dtype: str, mean: float = 0.0, std: fl
 def integers(engine: MT19937Engine, n: int, low: int, high: int) -> np.ndarray:
     """``n`` integers in ``[low, high)`` as int64 (64-bit draws when the range is 2**32 or more)."""
     span = high - low
+    kernel = _native("integers", n) if span < 1 << 63 else None
+    if kernel is not None:
+        return engine.run_kernel(kernel, np.empty(n, dtype=np.int64), low, span)
     w = engine.words64(n) if span >= 1 << 32 else engine.words(n)
     np.remainder(w, w.dtype.type(span), out=w)
     out = w.astype(np.int64)
@@ -158,9 +182,13 @@ def integers(engine: MT19937Engine, n: int, low: int, high: int) -> np.ndarray:
 def bernoulli_scalar(engine: MT19937Engine, n: int, p: float) -> np.ndarray:
     """``n`` booleans, each True with probability ``p`` (a float64 uniform below ``p``)."""
     # u = m / 2**53 < p  <=>  m < ceil(p * 2**53), for the 53-bit integer m (p * 2**53 is exact)
+    threshold = math.ceil(p * (1 << 53))
+    kernel = _native("bernoulli", n)
+    if kernel is not None:
+        return engine.run_kernel(kernel, np.empty(n, dtype=np.bool_), threshold)
     w = engine.words64(n)
     np.bitwise_and(w, _MASK53, out=w)
-    return w < np.uint64(math.ceil(p * (1 << 53)))
+    return w < np.uint64(threshold)
 
 
 def permutation(engine: MT19937Engine, n: int) -> np.ndarray:
@@ -178,6 +206,9 @@ def permutation(engine: MT19937Engine, n: int) -> np.ndarray:
     """
     if n < 2:
         return np.arange(n, dtype=np.int64)
+    kernel = _native("permutation", n)
+    if kernel is not None:
+        return engine.run_kernel(kernel, np.empty(n, dtype=np.int64))
     index = np.int32 if n < 1 << 31 else np.int64  # narrower indices keep the gathers in the cache
     steps = np.arange(n - 1, dtype=index)
     targets = (engine.words(n - 1) % np.arange(n, 1, -1, dtype=np.uint32)).astype(index)
