@@ -5,12 +5,13 @@ import numpy as np
 import pytest
 
 import ember
+from ember import _plugins
 from ember._mt19937 import MT19937Engine
 from ember.ops import _cpu_distributions as dist
 from ember_numba import plugin, random_kernels
 
 #: around PyTorch's switch at 16 values, around a word buffer's end, and large; the kernels are used from 16 values
-#: up here (``NATIVE_MIN`` lowered), to check them where PyTorch's stored output is checked against NumPy's
+#: up here (``CPU_KERNEL_MIN`` lowered), to check them where PyTorch's stored output is checked against NumPy's
 SIZES = [16, 17, 1000, 4096, 4097, 4111, 100_003]
 
 
@@ -51,10 +52,10 @@ CASES = {
 @pytest.mark.parametrize("seed", [0, 2**40 + 7])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_kernel_gives_the_numpy_transform_bits(case, seed, request, monkeypatch):
-    monkeypatch.setattr(dist, "NATIVE_MIN", 16)
+    monkeypatch.setattr(ember._plugins, "CPU_KERNEL_MIN", 16)
     compiled = [_draws(lambda e: CASES[case](e, n), seed) for n in SIZES]
     request.getfixturevalue("numpy_only")
-    assert dist.cpu_random_kernels() == {}
+    assert _plugins.cpu_kernels() == {}
     for n, (values, after) in zip(SIZES, compiled):
         ref_values, ref_after = _draws(lambda e: CASES[case](e, n), seed)
         assert values.dtype == ref_values.dtype and values.shape == ref_values.shape == (n,)
@@ -64,19 +65,18 @@ def test_kernel_gives_the_numpy_transform_bits(case, seed, request, monkeypatch)
 
 def test_public_functions_route_to_the_kernels(monkeypatch):
     calls = []
-    kernels = dist.cpu_random_kernels()
-    assert set(kernels) == {"uniform", "normal", "integers", "bernoulli", "permutation"}
+    kernels = _plugins.cpu_kernels()
 
     def spy(name, kernel):
         return lambda *args: calls.append(name) or kernel(*args)
 
-    monkeypatch.setattr(dist, "cpu_random_kernels", lambda: {name: spy(name, k) for name, k in kernels.items()})
-    n = dist.NATIVE_MIN
+    monkeypatch.setattr(ember._plugins, "cpu_kernels", lambda: {name: spy(name, k) for name, k in kernels.items()})
+    n = _plugins.CPU_KERNEL_MIN
     ember.manual_seed(0)
     ember.rand(n), ember.randn(n), ember.randint(0, 9, (n,)), ember.randperm(n)
     ember.empty(n).bernoulli_(0.5)
     ember.rand(n - 1), ember.randn(n - 1)  # below the threshold: NumPy's transforms
-    assert calls == ["uniform", "normal", "integers", "permutation", "bernoulli"]
+    assert calls == [f"random_{name}" for name in ("uniform", "normal", "integers", "permutation", "bernoulli")]
 
 
 def test_many_words_cross_regenerations_like_numpy():

@@ -2,7 +2,7 @@
 
 ``ember info`` prints what a bug report needs: the installed ember
 distributions and their versions, the registered plugins, the backends with
-their devices, the plugins' compiled random kernels, and the NVIDIA GPU status. ``ember gpus`` prints the GPUs'
+their devices, the plugins' compiled CPU kernels, and the NVIDIA GPU status. ``ember gpus`` prints the GPUs'
 status alone (:func:`ember.gpus`).
 
 >>> main(["info"])  # doctest: +ELLIPSIS
@@ -17,7 +17,7 @@ plugins:
 backends:
   cpu ...
 <BLANKLINE>
-CPU random kernels:
+CPU kernels:
 ...
 <BLANKLINE>
 NVIDIA GPUs:
@@ -73,13 +73,13 @@ def backend_lines() -> list[str]:
     return lines
 
 
-def random_kernel_lines() -> list[str]:
-    """Which plugin gives each compiled transform of the CPU generator (hook ``ember_cpu_random_kernels``)."""
+def cpu_kernel_lines() -> list[str]:
+    """Which plugin gives each compiled inner loop of the CPU backend (hook ``ember_cpu_kernels``)."""
     by_plugin: dict[str, list[str]] = {}
-    for name, (_, plugin_name) in _plugins.collect_claims("ember_cpu_random_kernels").items():
+    for name, (_, plugin_name) in _plugins.collect_claims("ember_cpu_kernels").items():
         by_plugin.setdefault(plugin_name, []).append(name)
     return [f"{', '.join(sorted(names))}  [plugin {plugin_name}]" for plugin_name, names in by_plugin.items()] or [
-        "none: NumPy's transforms (the same numbers, slower; `pip install ember-numba` compiles them)"]
+        "none: ember's NumPy code (the same numbers, slower; `pip install ember-numba` compiles it)"]
 
 
 def gpu_lines() -> list[str]:
@@ -99,14 +99,14 @@ def info() -> int:
     _section("distributions", [f"{name} {version}" for name, version in ember_distributions()]
              or ["none installed (running from a source tree)"])
     try:
-        plugins, backends, random_kernels = plugin_lines(), backend_lines(), random_kernel_lines()
+        plugins, backends, cpu_kernels = plugin_lines(), backend_lines(), cpu_kernel_lines()
     except PluginError as exc:
         _section("plugins", [f"ERROR: {exc}"])
         status = 1
     else:
         _section("plugins", plugins)
         _section("backends", backends)
-        _section("CPU random kernels", random_kernels)
+        _section("CPU kernels", cpu_kernels)
         status = 0
     _section("NVIDIA GPUs", gpu_lines())
     return status

@@ -29,7 +29,11 @@ _pm: pluggy.PluginManager | None = None
 #: called after every change of the registered plugins (see :func:`on_registry_change`)
 _LISTENERS: list = []
 #: the hooks of :mod:`ember.hookspecs`, whose claims :func:`register_plugin` always checks
-_CORE_HOOKS = ("ember_backends", "ember_op_kernels", "ember_onnx_lowerings", "ember_cpu_random_kernels")
+#: loops over at least this many values go to a plugin's compiled kernel (hook ``ember_cpu_kernels``), when one is
+#: registered. Below it NumPy takes well under a millisecond, and a program that never runs a larger loop does not
+#: pay the plugin's one-time start (ember-numba: about a second to import numba and load its compiled code)
+CPU_KERNEL_MIN = 1 << 16
+_CORE_HOOKS = ("ember_backends", "ember_op_kernels", "ember_onnx_lowerings", "ember_cpu_kernels")
 
 
 def get_plugin_manager() -> pluggy.PluginManager:
@@ -147,7 +151,7 @@ def _registry_changed() -> None:
     backends.cache_clear()
     op_kernels.cache_clear()
     onnx_lowerings.cache_clear()
-    cpu_random_kernels.cache_clear()
+    cpu_kernels.cache_clear()
     for callback in _LISTENERS:
         callback()
 
@@ -187,7 +191,7 @@ def _check_claims(pm: pluggy.PluginManager, plugin) -> None:
     for backend_name in backends():  # a new backend brings the other plugins' kernels for it
         op_kernels(backend_name)
     onnx_lowerings()
-    cpu_random_kernels()
+    cpu_kernels()
     for caller in pm.get_hookcallers(plugin) or ():  # the plugin's other hooks (ember.tune's, ...)
         if caller.name not in _CORE_HOOKS and caller.spec is not None and not caller.spec.argnames:
             collect_claims(caller.name)
@@ -294,7 +298,15 @@ def onnx_lowerings() -> dict:
 
 
 @functools.cache
-def cpu_random_kernels() -> dict:
-    """``{name: kernel}``: plugins' compiled transforms of the CPU generator (hook ``ember_cpu_random_kernels``)."""
-    found = collect_claims("ember_cpu_random_kernels", "the CPU random kernel {key}")
+def cpu_kernels() -> dict:
+    """``{name: kernel}``: plugins' compiled inner loops of the CPU backend (hook ``ember_cpu_kernels``)."""
+    found = collect_claims("ember_cpu_kernels", "the CPU kernel {key}")
     return {name: kernel for name, (kernel, _) in found.items()}
+
+
+def cpu_kernel(name: str, n: int, min_size: int | None = None):
+    """The plugin kernel ``name`` for a loop over ``n`` values, or None (ember's NumPy code then).
+
+    Plugin kernels serve from ``min_size`` values up (default :data:`CPU_KERNEL_MIN`).
+    """
+    return cpu_kernels().get(name) if n >= (CPU_KERNEL_MIN if min_size is None else min_size) else None

@@ -70,28 +70,37 @@ def ember_onnx_lowerings():
 
 
 @hookspec
-def ember_cpu_random_kernels():
-    """Return ``{name: kernel}``: compiled versions of the CPU generator's bulk transforms.
+def ember_cpu_kernels():
+    """Return ``{name: kernel}``: compiled versions of the CPU backend's inner loops that are not whole ops.
 
-    The CPU generator (:mod:`ember.ops._cpu_distributions`) gives PyTorch's numbers for a seed
-    with NumPy; a plugin may give the same numbers faster. Each kernel takes the MT19937 state
-    (``key``: its 624 words as a ``uint32`` array, changed in place; ``pos``: how many of them are
-    used, 0 to 624), fills a preallocated ``out`` and returns the new ``pos``; it must consume the
-    words in PyTorch's order and give bit for bit what the NumPy transform gives:
+    Ops are replaced with :func:`ember_op_kernels`; these are the loops inside ember's own CPU code that NumPy
+    runs in several passes: the random generator's transforms and the float16 conversions. A kernel must give
+    bit for bit what ember's NumPy code gives; ember calls it only on large enough arrays (below, NumPy is quick,
+    and a program does not pay a compiler's start). Names and signatures:
 
-    - ``"uniform"``: ``kernel(key, pos, out, low, high)``, ``out`` float32 or float64;
-    - ``"normal"``: ``kernel(key, pos, out, mean, std)``, ``out`` float32 or float64 of 16 or more values
-      (the blocked Box-Muller);
-    - ``"integers"``: ``kernel(key, pos, out, low, span)``, ``out`` int64, values ``low + word % span``
-      (64-bit draws when ``span >= 2**32``);
-    - ``"bernoulli"``: ``kernel(key, pos, out, threshold)``, ``out`` bool, True where the draw's
-      53 low bits are below ``threshold``;
-    - ``"permutation"``: ``kernel(key, pos, out)``, ``out`` int64: the forward Fisher-Yates shuffle of
-      ``0 .. len(out)-1``.
+    - the CPU generator (:mod:`ember.ops._cpu_distributions`). Each takes the MT19937 state (``key``: its 624
+      words as a ``uint32`` array, changed in place; ``pos``: how many are used, 0 to 624), fills ``out`` and
+      returns the new ``pos``, consuming words in PyTorch's order:
+
+      - ``"random_uniform"``: ``kernel(key, pos, out, low, high)``, ``out`` float32 or float64;
+      - ``"random_normal"``: ``kernel(key, pos, out, mean, std)``, ``out`` float32 or float64 of 16 or more
+        values (the blocked Box-Muller);
+      - ``"random_integers"``: ``kernel(key, pos, out, low, span)``, ``out`` int64, ``low + word % span``
+        (64-bit draws when ``span >= 2**32``; ``span < 2**63``);
+      - ``"random_bernoulli"``: ``kernel(key, pos, out, threshold)``, ``out`` bool, True where a 64-bit draw's
+        53 low bits are below ``threshold``;
+      - ``"random_permutation"``: ``kernel(key, pos, out)``, ``out`` int64: the forward Fisher-Yates shuffle of
+        ``0 .. len(out)-1``;
+    - the float16 conversions (:mod:`ember.backends.reduced_casts`), on bit patterns:
+
+      - ``"float16_to_float32"``: ``kernel(half, out)``, ``half`` 2-D uint16 of any strides, ``out`` uint32 of
+        its shape, C-contiguous: exact, NaN payloads kept;
+      - ``"float32_to_float16"``: ``kernel(bits, out)``, ``bits`` 1-D contiguous uint32, ``out`` uint16 of its
+        size: round to nearest even, a NaN becomes the quiet NaN of its sign.
 
     Two plugins giving the same kernel is an error naming both. Example::
 
         @ember.hookimpl
-        def ember_cpu_random_kernels():
-            return {"uniform": my_compiled_uniform}
+        def ember_cpu_kernels():
+            return {"random_uniform": my_compiled_uniform}
     """

@@ -1,12 +1,13 @@
 """ember-numba: compiled CPU kernels for ember, a plugin registered through the ``ember`` entry-point group.
 
-Installed, it gives the CPU generator's bulk transforms (``ember.rand``, ``randn``, ``randint``, ``randperm``,
-``bernoulli``, dropout's mask, ``normal_``, ``uniform_`` from 65,536 values up) as numba kernels that produce the
-same numbers as ember's NumPy transforms, which are PyTorch's for the same seed. Nothing is compiled before the
-first such draw; the compiled code is cached on disk (numba's ``cache=True``), so later processes start at once.
+Installed, it gives the CPU backend's inner loops that NumPy runs in several passes as numba kernels with the
+same results (hook ``ember_cpu_kernels``): the random generator's bulk transforms (``ember.rand``, ``randn``,
+``randint``, ``randperm``, ``bernoulli``, dropout's mask, ``normal_``, ``uniform_``: PyTorch's numbers for the
+seed) and the float16 conversions (every float16 op on the CPU computes in float32). ember uses them from 65,536
+values up. Nothing is imported or compiled before the first such loop; numba caches the compiled code on disk.
 
 >>> import ember
 >>> from ember_numba import plugin
->>> sorted(plugin.ember_cpu_random_kernels())
-['bernoulli', 'integers', 'normal', 'permutation', 'uniform']
+>>> sorted(plugin.ember_cpu_kernels())[:3]
+['float16_to_float32', 'float32_to_float16', 'random_bernoulli']
 """

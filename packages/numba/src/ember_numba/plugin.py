@@ -1,27 +1,35 @@
-"""The ``ember`` plugin of ember-numba: its hook implementations, which import numba only when a kernel runs."""
+"""The ``ember`` plugin of ember-numba: its hook implementation, which imports numba only when a kernel runs."""
 from __future__ import annotations
 
-import functools
 import importlib
 
 import ember
 
-_KERNELS = ("uniform", "normal", "integers", "bernoulli", "permutation")
+#: hook name -> (module, function) of each compiled kernel
+_KERNELS = {
+    "random_uniform": ("random_kernels", "uniform"),
+    "random_normal": ("random_kernels", "normal"),
+    "random_integers": ("random_kernels", "integers"),
+    "random_bernoulli": ("random_kernels", "bernoulli"),
+    "random_permutation": ("random_kernels", "permutation"),
+    "float16_to_float32": ("float16", "float16_to_float32"),
+    "float32_to_float16": ("float16", "float32_to_float16"),
+}
 
 
-def _compiled(name: str):
-    """``kernel(*args)`` that compiles (or loads from numba's cache) ``random_kernels.<name>`` on its first call."""
+def _compiled(module: str, function: str):
+    """``kernel(*args)`` that imports ``ember_numba.<module>`` and calls its ``function`` (compiled by numba, or
+    loaded from numba's cache, on its first call)."""
 
-    @functools.wraps(_compiled)
     def kernel(*args):
-        return getattr(importlib.import_module("ember_numba.random_kernels"), name)(*args)
+        return getattr(importlib.import_module(f"ember_numba.{module}"), function)(*args)
 
-    kernel.__name__ = kernel.__qualname__ = name
-    kernel.__doc__ = f"ember-numba's compiled ``{name}`` transform of the CPU generator (see ember.hookspecs)."
+    kernel.__name__ = kernel.__qualname__ = function
+    kernel.__doc__ = f"ember-numba's compiled ``{module}.{function}`` (see ember.hookspecs.ember_cpu_kernels)."
     return kernel
 
 
 @ember.hookimpl
-def ember_cpu_random_kernels():
-    """The CPU generator's bulk transforms, compiled by numba on first use."""
-    return {name: _compiled(name) for name in _KERNELS}
+def ember_cpu_kernels():
+    """The CPU backend's inner loops that ember-numba compiles: the random transforms and float16 conversions."""
+    return {name: _compiled(module, function) for name, (module, function) in _KERNELS.items()}

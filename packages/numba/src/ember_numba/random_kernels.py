@@ -1,4 +1,4 @@
-"""The CPU generator's bulk transforms, compiled: the kernels of the hook ``ember_cpu_random_kernels``.
+"""The CPU generator's bulk transforms, compiled: the ``random_*`` kernels of the hook ``ember_cpu_kernels``.
 
 Each takes MT19937's state (``key``, 624 uint32 words, changed in place, and ``pos``), fills ``out`` and returns
 the new ``pos``, consuming words in the order of ``ember.ops._cpu_distributions`` (which documents PyTorch's

@@ -9,15 +9,22 @@ memory is the other cost: on this VM it is about 1 ms per MB in page faults once
 alive at once, so the functions allocate little besides their result. Results are bit for bit NumPy's and
 ml_dtypes' (round to nearest even, subnormals, infinities, NaN payloads when widening); a NaN rounded to
 bfloat16, or to float16 in place, becomes the quiet NaN of its sign (as PyTorch and ml_dtypes make it).
+A plugin may give the float16 conversions as compiled one-pass loops (hook ``ember_cpu_kernels``: the
+``ember-numba`` distribution does), with the same results.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .._plugins import cpu_kernel
+
 __all__ = ["widen", "narrow"]
 
 #: below this many elements NumPy's casts are quicker (fewer passes over the data)
 MIN_SIZE = 2048
+#: from this many elements a plugin's compiled float16 conversion is used, when one is registered (matrix
+#: products convert blocks of 64K elements: see ``cpu_reduced``)
+KERNEL_MIN_SIZE = 1 << 14
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
 #: float16's exponent bias 15 against float32's 127: a float16 bit pattern shifted into float32's place
@@ -45,6 +52,11 @@ def widen(a):
         bits = half.astype(np.uint32)
         bits <<= 16
         return bits.view(np.float32)
+    kernel = cpu_kernel("float16_to_float32", a.size, KERNEL_MIN_SIZE)
+    if kernel is not None and (a.ndim == 2 or a.flags.c_contiguous):  # a column block of a matrix, or any shape
+        out = np.empty(a.shape, np.uint32)
+        kernel(half if a.ndim == 2 else half.reshape(1, -1), out.reshape(half.shape[0] if a.ndim == 2 else 1, -1))
+        return out.view(np.float32)
     bits = half.astype(np.int32)  # the result's only memory
     bits <<= 16  # sign at bit 31, exponent and mantissa below it
     bits >>= 3  # arithmetic: exponent and mantissa in float32's place, the sign copied into bits 28-31
@@ -85,6 +97,11 @@ def narrow(a, dtype, scratch: bool = False):
 def _to_float16(a):
     """C-contiguous float32 ``a`` rounded to float16, using ``a``'s memory as scratch (it is destroyed)."""
     bits = a.reshape(-1).view(np.uint32)
+    kernel = cpu_kernel("float32_to_float16", bits.size, KERNEL_MIN_SIZE)
+    if kernel is not None:
+        half = np.empty(bits.shape, np.uint16)
+        kernel(bits, half)
+        return half.view(np.float16).reshape(a.shape)
     out = np.right_shift(bits, 16, out=np.empty(bits.shape, np.uint16), casting="unsafe")
     out &= 0x8000  # the signs
     bits &= 0x7FFFFFFF

@@ -19,8 +19,8 @@ the same seed they give PyTorch's CPU numbers:
   probabilities, a float64 uniform for a float ``p``.
 
 A plugin may give compiled kernels for the bulk transforms (hook
-``ember_cpu_random_kernels``, e.g. the ``ember-numba`` distribution); they are
-used from :data:`NATIVE_MIN` values up and give the same numbers.
+``ember_cpu_kernels``, e.g. the ``ember-numba`` distribution); they are used
+for large draws and give the same numbers.
 
 >>> from ember._mt19937 import MT19937Engine
 >>> uniform(MT19937Engine(0), 2, "float32").tolist()  # torch.manual_seed(0); torch.rand(2)
@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 from .._mt19937 import MT19937Engine
-from .._plugins import cpu_random_kernels
+from .._plugins import cpu_kernel
 from ._avx_math import fma32, log_ps, sincos_ps
 
 __all__ = ["uniform", "normal", "integers", "bernoulli_scalar", "permutation", "exponential", "multinomial"]
@@ -44,15 +44,11 @@ _MASK53 = np.uint64((1 << 53) - 1)
 BLOCK = 16
 #: values per chunk of the blocked Box-Muller (a multiple of BLOCK; its temporaries fit in a core's cache)
 _CHUNK = 1 << 16
-#: draws of at least this many values go to a plugin's compiled kernel, when one is registered. Below it NumPy takes
-#: well under a millisecond, and a program that never draws more does not pay the plugin's one-time start (ember-numba:
-#: about a second to import numba and load its compiled code)
-NATIVE_MIN = 1 << 16
 
 
 def _native(name: str, n: int):
-    """The plugin kernel ``name`` for a draw of ``n`` values, or None (NumPy's transform then)."""
-    return cpu_random_kernels().get(name) if n >= NATIVE_MIN else None
+    """The plugin kernel ``random_<name>`` for a draw of ``n`` values, or None (NumPy's transform then)."""
+    return cpu_kernel(f"random_{name}", n)
 
 
 def _unit64(engine: MT19937Engine, n: int) -> np.ndarray:
