@@ -10,6 +10,7 @@ tensor([1.5000, 2.5000])
 from __future__ import annotations
 
 from .. import _dtype as dt
+from .._overflow import check_scalar
 from ..autograd.function import Op
 from ._common import Tensor, promote, sum_to, tensor_method
 
@@ -224,6 +225,7 @@ def add(input, other, *, alpha=1):
         return Add.apply(input, other)  # the common case, without promotion
     a, b = promote(input, other)
     if alpha != 1:
+        check_scalar(alpha, (a if isinstance(a, Tensor) else b)._dtype)
         return Add.apply(a, b, alpha=alpha)
     return Add.apply(a, b)
 
@@ -242,6 +244,7 @@ def sub(input, other, *, alpha=1):
     a, b = promote(input, other)
     op = Sub if isinstance(a, Tensor) else RsubScalar  # number - tensor has PyTorch's other name
     if alpha != 1:
+        check_scalar(alpha, (a if isinstance(a, Tensor) else b)._dtype)
         return op.apply(a, b, alpha=alpha)
     return op.apply(a, b)
 
@@ -335,6 +338,7 @@ def pow(input, exponent):  # noqa: A001 - PyTorch's name
     if isinstance(a, Tensor) and isinstance(b, int) and b < 0 and not a._dtype.is_floating_point:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     if not isinstance(b, Tensor):
+        check_scalar(exponent, a._dtype)
         return Pow.apply(a, b)
     return (PowTensor if isinstance(a, Tensor) else PowScalarBase).apply(a, b)
 
