@@ -9,6 +9,8 @@ tensor([1.5000, 2.5000])
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _dtype as dt
 from .._overflow import check_scalar
 from ..autograd.function import Op
@@ -162,12 +164,58 @@ class Neg(Op):
         return -g
 
 
+_INTEGRAL: dict = {}  # array namespace -> its integer and bool dtypes
+
+
+def _is_integral(xp, array) -> bool:
+    kinds = _INTEGRAL.get(xp)
+    if kinds is None:
+        names = ("bool", "uint8", "int8", "int16", "int32", "int64")
+        kinds = _INTEGRAL[xp] = frozenset(xp.empty((0,), dtype=getattr(xp, n)).dtype for n in names)
+    return array.dtype in kinds
+
+
+def _integral(xp, a, b):
+    """Whether ``a op b`` is an integer division: PyTorch's "ZeroDivisionError" for a zero divisor, if so."""
+    if type(b) is int:
+        if type(a) is int or not _is_integral(xp, a):
+            return type(a) is int
+        if b == 0:
+            raise RuntimeError("ZeroDivisionError")
+        return True
+    if type(b) is float or not _is_integral(xp, b):
+        return False
+    if not xp.all(b):
+        raise RuntimeError("ZeroDivisionError")
+    return True
+
+
+#: float division by zero gives inf or nan, as in PyTorch, which does not warn
+_QUIET = {"divide": "ignore", "invalid": "ignore"}
+
+
 class FloorDivide(Op):
     name_ = "floordivide"
 
     @staticmethod
     def forward(ctx, xp, a, b):
-        return xp.floor_divide(a, b)
+        if _integral(xp, a, b):
+            return xp.floor_divide(a, b)
+        with np.errstate(**_QUIET):
+            return xp.floor_divide(a, b)
+
+
+class TruncDivide(Op):
+    """Integer division rounded toward zero, exact for all of int64 (no detour through floats)."""
+
+    name_ = "truncdivide"
+
+    @staticmethod
+    def forward(ctx, xp, a, b):
+        _integral(xp, a, b)
+        q = xp.floor_divide(a, b)
+        inexact = (a - q * b != 0) & ((a < 0) != (b < 0))
+        return xp.where(inexact, q + 1, q)
 
 
 class Remainder(Op):
@@ -180,7 +228,10 @@ class Remainder(Op):
 
     @staticmethod
     def forward(ctx, xp, a, b):
-        return xp.remainder(a, b)
+        if _integral(xp, a, b):
+            return xp.remainder(a, b)
+        with np.errstate(**_QUIET):
+            return xp.remainder(a, b)
 
     @staticmethod
     def backward(ctx, g):
@@ -200,8 +251,12 @@ class Fmod(Remainder):
 
     @staticmethod
     def forward(ctx, xp, a, b):
+        integral = _integral(xp, a, b)
         if hasattr(xp, "fmod"):
-            return xp.fmod(a, b)
+            if integral:
+                return xp.fmod(a, b)
+            with np.errstate(**_QUIET):
+                return xp.fmod(a, b)
         r = xp.remainder(a, b)  # floor modulus (sign of b); fmod has the sign of a
         return xp.where((r != 0) & ((r < 0) != (a < 0)), r - b, r)
 
@@ -285,6 +340,9 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode == "floor":
         return floor_divide(input, other)
     if rounding_mode == "trunc":
+        a, b = promote(input, other)
+        if not (a if isinstance(a, Tensor) else b)._dtype.is_floating_point:
+            return TruncDivide.apply(a, b)
         q = div(input, other)
         t = input if isinstance(input, Tensor) else other
         q = q.trunc()
