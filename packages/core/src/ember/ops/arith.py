@@ -9,8 +9,6 @@ tensor([1.5000, 2.5000])
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .. import _dtype as dt
 from .._overflow import check_scalar
 from ..autograd.function import Op
@@ -176,7 +174,9 @@ def _is_integral(xp, array) -> bool:
 
 
 def _integral(xp, a, b):
-    """Whether ``a op b`` is an integer division: PyTorch's "ZeroDivisionError" for a zero divisor, if so."""
+    """Whether ``a op b`` is an integer division: PyTorch's "ZeroDivisionError" for a zero divisor, if so.
+
+    (A float division by zero gives inf or nan, as in PyTorch; ember's warning filter keeps NumPy quiet.)"""
     if type(b) is int:
         if type(a) is int or not _is_integral(xp, a):
             return type(a) is int
@@ -190,19 +190,13 @@ def _integral(xp, a, b):
     return True
 
 
-#: float division by zero gives inf or nan, as in PyTorch, which does not warn
-_QUIET = {"divide": "ignore", "invalid": "ignore"}
-
-
 class FloorDivide(Op):
     name_ = "floordivide"
 
     @staticmethod
     def forward(ctx, xp, a, b):
-        if _integral(xp, a, b):
-            return xp.floor_divide(a, b)
-        with np.errstate(**_QUIET):
-            return xp.floor_divide(a, b)
+        _integral(xp, a, b)
+        return xp.floor_divide(a, b)
 
 
 class TruncDivide(Op):
@@ -228,10 +222,8 @@ class Remainder(Op):
 
     @staticmethod
     def forward(ctx, xp, a, b):
-        if _integral(xp, a, b):
-            return xp.remainder(a, b)
-        with np.errstate(**_QUIET):
-            return xp.remainder(a, b)
+        _integral(xp, a, b)
+        return xp.remainder(a, b)
 
     @staticmethod
     def backward(ctx, g):
@@ -251,12 +243,9 @@ class Fmod(Remainder):
 
     @staticmethod
     def forward(ctx, xp, a, b):
-        integral = _integral(xp, a, b)
+        _integral(xp, a, b)
         if hasattr(xp, "fmod"):
-            if integral:
-                return xp.fmod(a, b)
-            with np.errstate(**_QUIET):
-                return xp.fmod(a, b)
+            return xp.fmod(a, b)
         r = xp.remainder(a, b)  # floor modulus (sign of b); fmod has the sign of a
         return xp.where((r != 0) & ((r < 0) != (a < 0)), r - b, r)
 
