@@ -31,6 +31,9 @@ def _u8():
     (lambda: _u8().pow(300), "uint8_t"),
     (lambda: _u8().add(_u8(), alpha=300), "uint8_t"),
     (lambda: _u8().sub(_u8(), alpha=300), "uint8_t"),
+    (lambda: ember.zeros(2, dtype=ember.float16).fill_(1e6), "c10::Half"),
+    (lambda: ember.full((2,), 1e6, dtype=ember.float16), "c10::Half"),
+    (lambda: ember.zeros(2).add(ember.zeros(2), alpha=1e39), "float"),
 ])
 def test_out_of_range_number_raises_pytorchs_error(make, ctype):
     with pytest.raises(RuntimeError, match=f"value cannot be converted to type {ctype} without overflow"):
@@ -45,3 +48,12 @@ def test_what_pytorch_accepts_still_works():
     assert ember.tensor(2, dtype=ember.bool).item() is True
     assert (_u8() + 300).tolist() == [44, 44]  # a + scalar wraps in PyTorch too
     assert ember.tensor([1e6], dtype=ember.float16).tolist() == [float("inf")]
+    assert ember.full((1,), 1e39, dtype=ember.bfloat16).tolist() == [float("inf")]
+    assert _u8().clamp(-1).tolist() == [255, 255]
+    assert _u8().add(ember.ones(2, dtype=U8), alpha=-1).tolist() == [255, 255]
+    assert ember.where(ember.tensor([True, False]), _u8(), -1).tolist() == [0, 255]
+
+
+def test_negative_power_of_an_unsigned_tensor_raises():
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        _u8().pow(-1)

@@ -2,7 +2,8 @@
 
 An integer fits a signed dtype inside ``[min, max]``; an unsigned dtype also takes ``[-max, -1]``, wrapping
 as two's complement (``-1`` -> ``255`` in uint8). A float must lie inside ``[min, max]`` of an integer dtype
-(``255.9`` does not fit uint8) and inside float32's finite range for float32; NaN fits no integer dtype.
+(``255.9`` does not fit uint8), and a finite float inside the finite range of float32 and float16 (PyTorch
+checks those fill values, not bfloat16's); NaN fits no integer dtype.
 
 >>> import ember
 >>> from ember._overflow import check_scalar
@@ -22,8 +23,9 @@ __all__ = ["check_scalar", "check_array", "wrap_unsigned"]
 
 #: the C type names PyTorch's fill-style overflow message uses
 _C_NAMES = {"int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t", "uint8": "uint8_t",
-            "float32": "float"}
-_F32_MAX = float(np.finfo(np.float32).max)
+            "float32": "float", "float16": "c10::Half"}
+#: float dtypes whose fill value PyTorch checks (bfloat16's overflows to inf quietly, as does tensor()'s)
+_FLOAT_MAX = {dt.float32: float(np.finfo(np.float32).max), dt.float16: float(np.finfo(np.float16).max)}
 
 
 def _name(dtype, c_names):
@@ -42,8 +44,9 @@ _SAFE = {d: frozenset(np.dtype(n) for n in ("bool", "int8", "uint8", "int16", "i
 def _fits(value, dtype) -> bool:
     rng = _RANGES.get(dtype)
     if rng is None:
-        if dtype is dt.float32 and type(value) is float:
-            return not math.isfinite(value) or abs(value) <= _F32_MAX
+        limit = _FLOAT_MAX.get(dtype)
+        if limit is not None and type(value) is float:
+            return not math.isfinite(value) or abs(value) <= limit
         return True
     if isinstance(value, float):
         return rng[1] <= value <= rng[2]  # False for NaN

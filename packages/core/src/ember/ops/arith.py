@@ -10,7 +10,7 @@ tensor([1.5000, 2.5000])
 from __future__ import annotations
 
 from .. import _dtype as dt
-from .._overflow import check_scalar
+from .._overflow import check_scalar, wrap_unsigned
 from ..autograd.function import Op
 from ._common import Tensor, promote, sum_to, tensor_method
 
@@ -269,9 +269,15 @@ def add(input, other, *, alpha=1):
         return Add.apply(input, other)  # the common case, without promotion
     a, b = promote(input, other)
     if alpha != 1:
-        check_scalar(alpha, (a if isinstance(a, Tensor) else b)._dtype)
-        return Add.apply(a, b, alpha=alpha)
+        return Add.apply(a, b, alpha=_checked_alpha(alpha, a, b))
     return Add.apply(a, b)
+
+
+def _checked_alpha(alpha, a, b):
+    """``alpha`` checked against the result dtype, a negative one wrapped for uint8 (as PyTorch)."""
+    dtype = (a if isinstance(a, Tensor) else b)._dtype
+    check_scalar(alpha, dtype)
+    return wrap_unsigned(alpha, dtype)
 
 
 @tensor_method("__radd__")
@@ -288,8 +294,7 @@ def sub(input, other, *, alpha=1):
     a, b = promote(input, other)
     op = Sub if isinstance(a, Tensor) else RsubScalar  # number - tensor has PyTorch's other name
     if alpha != 1:
-        check_scalar(alpha, (a if isinstance(a, Tensor) else b)._dtype)
-        return op.apply(a, b, alpha=alpha)
+        return op.apply(a, b, alpha=_checked_alpha(alpha, a, b))
     return op.apply(a, b)
 
 
@@ -382,7 +387,7 @@ def fmod(input, other):
 def pow(input, exponent):  # noqa: A001 - PyTorch's name
     """``input ** exponent``; either may be a Python number."""
     a, b = promote(input, exponent)
-    if isinstance(a, Tensor) and isinstance(b, int) and b < 0 and not a._dtype.is_floating_point:
+    if isinstance(a, Tensor) and isinstance(b, int) and exponent < 0 and not a._dtype.is_floating_point:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     if not isinstance(b, Tensor):
         check_scalar(exponent, a._dtype)
