@@ -14,6 +14,7 @@ tensor([[1., 2.]], requires_grad=True)
 from __future__ import annotations
 
 import numbers
+import warnings
 import weakref
 
 import numpy as np
@@ -27,6 +28,12 @@ from ._tensor_str import tensor_repr
 
 __all__ = ["Tensor", "is_tensor"]
 
+
+_NON_LEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+    "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+    "you access the leaf Tensor instead.")
 
 class Tensor:
     """A multi-dimensional array on a device, with autograd.
@@ -261,7 +268,10 @@ class Tensor:
 
     @property
     def grad(self):
-        return self._grad
+        grad = self._grad
+        if grad is None and self.grad_fn is not None and not self.retains_grad:
+            warnings.warn(_NON_LEAF_GRAD, UserWarning, stacklevel=2)
+        return grad
 
     @grad.setter
     def grad(self, value):

@@ -22,7 +22,7 @@ class Tensor:
     """
     @property
     def T(self) -> Tensor:
-        """All dimensions reversed (a view)."""
+        """All dimensions reversed (a view); PyTorch's deprecation warning unless the tensor is 2-D."""
     # ember.ops.pointwise
     def __abs__(self) -> Tensor:
         """Absolute value; integers stay integers.
@@ -2450,6 +2450,7 @@ class Tensor:
         """
 
 _BY_ID: Any
+_NON_LEAF_GRAD: Any
 def _grew(t: Any, n: builtins.int, device: _Device | builtins.str | builtins.int) -> None:
     """Called by ``Tensor._make`` once ``t``'s ``n`` bytes took ``device``'s allocated bytes past its threshold:
     refuse them past the limit (undoing the count), else record the peak and the history's event.

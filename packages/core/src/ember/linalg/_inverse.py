@@ -71,7 +71,7 @@ class LinalgSolveEx(Op):
         try:
             return xp.linalg.solve(a, b)
         except BACKEND_ERRORS:
-            raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is singular."
+            raise LinAlgError("ember.linalg.solve: The solver failed because the input matrix is singular."
                               ) from None
 
     @staticmethod

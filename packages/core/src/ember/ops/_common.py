@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import _dtype as dt
+from .._overflow import check_scalar, wrap_unsigned
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.function import Op
 
@@ -79,24 +80,13 @@ def sum_to(g, shape):
     return g
 
 
-#: the C type names PyTorch's overflow message uses for integer dtypes
-_C_INT_NAMES = {"int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t", "uint8": "uint8_t"}
-
-
 def cast_scalar(value, like):
     """The Python number ``value`` as the element type of tensor ``like``, as PyTorch's ``fill_`` casts it:
     floats are truncated toward zero for integer dtypes, and a value out of the dtype's range raises."""
+    check_scalar(value, like._dtype)
     cat = like._dtype.category
     if cat == dt.FLOATING:
         return float(value)
     if cat == dt.BOOL:
         return bool(value)
-    name = like._dtype.name.replace("ember.", "")
-    try:
-        as_int = int(value)
-    except (OverflowError, ValueError):  # inf, nan
-        as_int = None
-    info = dt.iinfo(like._dtype) if as_int is not None else None
-    if info is None or not info.min <= as_int <= info.max:
-        raise RuntimeError(f"value cannot be converted to type {_C_INT_NAMES.get(name, name)} without overflow")
-    return as_int
+    return wrap_unsigned(int(value), like._dtype)

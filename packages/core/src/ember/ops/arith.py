@@ -10,6 +10,7 @@ tensor([1.5000, 2.5000])
 from __future__ import annotations
 
 from .. import _dtype as dt
+from .._overflow import check_scalar, wrap_unsigned
 from ..autograd.function import Op
 from ._common import Tensor, promote, sum_to, tensor_method
 
@@ -161,12 +162,54 @@ class Neg(Op):
         return -g
 
 
+_INTEGRAL: dict = {}  # array namespace -> its integer and bool dtypes
+
+
+def _is_integral(xp, array) -> bool:
+    kinds = _INTEGRAL.get(xp)
+    if kinds is None:
+        names = ("bool", "uint8", "int8", "int16", "int32", "int64")
+        kinds = _INTEGRAL[xp] = frozenset(xp.empty((0,), dtype=getattr(xp, n)).dtype for n in names)
+    return array.dtype in kinds
+
+
+def _integral(xp, a, b):
+    """Whether ``a op b`` is an integer division: PyTorch's "ZeroDivisionError" for a zero divisor, if so.
+
+    (A float division by zero gives inf or nan, as in PyTorch; ember's warning filter keeps NumPy quiet.)"""
+    if type(b) is int:
+        if type(a) is int or not _is_integral(xp, a):
+            return type(a) is int
+        if b == 0:
+            raise RuntimeError("ZeroDivisionError")
+        return True
+    if type(b) is float or not _is_integral(xp, b):
+        return False
+    if not xp.all(b):
+        raise RuntimeError("ZeroDivisionError")
+    return True
+
+
 class FloorDivide(Op):
     name_ = "floordivide"
 
     @staticmethod
     def forward(ctx, xp, a, b):
+        _integral(xp, a, b)
         return xp.floor_divide(a, b)
+
+
+class TruncDivide(Op):
+    """Integer division rounded toward zero, exact for all of int64 (no detour through floats)."""
+
+    name_ = "truncdivide"
+
+    @staticmethod
+    def forward(ctx, xp, a, b):
+        _integral(xp, a, b)
+        q = xp.floor_divide(a, b)
+        inexact = (a - q * b != 0) & ((a < 0) != (b < 0))
+        return xp.where(inexact, q + 1, q)
 
 
 class Remainder(Op):
@@ -179,6 +222,7 @@ class Remainder(Op):
 
     @staticmethod
     def forward(ctx, xp, a, b):
+        _integral(xp, a, b)
         return xp.remainder(a, b)
 
     @staticmethod
@@ -199,6 +243,7 @@ class Fmod(Remainder):
 
     @staticmethod
     def forward(ctx, xp, a, b):
+        _integral(xp, a, b)
         if hasattr(xp, "fmod"):
             return xp.fmod(a, b)
         r = xp.remainder(a, b)  # floor modulus (sign of b); fmod has the sign of a
@@ -224,8 +269,15 @@ def add(input, other, *, alpha=1):
         return Add.apply(input, other)  # the common case, without promotion
     a, b = promote(input, other)
     if alpha != 1:
-        return Add.apply(a, b, alpha=alpha)
+        return Add.apply(a, b, alpha=_checked_alpha(alpha, a, b))
     return Add.apply(a, b)
+
+
+def _checked_alpha(alpha, a, b):
+    """``alpha`` checked against the result dtype, a negative one wrapped for uint8 (as PyTorch)."""
+    dtype = (a if isinstance(a, Tensor) else b)._dtype
+    check_scalar(alpha, dtype)
+    return wrap_unsigned(alpha, dtype)
 
 
 @tensor_method("__radd__")
@@ -242,7 +294,7 @@ def sub(input, other, *, alpha=1):
     a, b = promote(input, other)
     op = Sub if isinstance(a, Tensor) else RsubScalar  # number - tensor has PyTorch's other name
     if alpha != 1:
-        return op.apply(a, b, alpha=alpha)
+        return op.apply(a, b, alpha=_checked_alpha(alpha, a, b))
     return op.apply(a, b)
 
 
@@ -282,6 +334,9 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode == "floor":
         return floor_divide(input, other)
     if rounding_mode == "trunc":
+        a, b = promote(input, other)
+        if not (a if isinstance(a, Tensor) else b)._dtype.is_floating_point:
+            return TruncDivide.apply(a, b)
         q = div(input, other)
         t = input if isinstance(input, Tensor) else other
         q = q.trunc()
@@ -332,9 +387,10 @@ def fmod(input, other):
 def pow(input, exponent):  # noqa: A001 - PyTorch's name
     """``input ** exponent``; either may be a Python number."""
     a, b = promote(input, exponent)
-    if isinstance(a, Tensor) and isinstance(b, int) and b < 0 and not a._dtype.is_floating_point:
+    if isinstance(a, Tensor) and isinstance(b, int) and exponent < 0 and not a._dtype.is_floating_point:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     if not isinstance(b, Tensor):
+        check_scalar(exponent, a._dtype)
         return Pow.apply(a, b)
     return (PowTensor if isinstance(a, Tensor) else PowScalarBase).apply(a, b)
 

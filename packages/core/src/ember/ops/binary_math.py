@@ -14,6 +14,7 @@ from __future__ import annotations
 import operator
 
 from .. import _dtype as dt
+from .._overflow import check_scalar, wrap_unsigned
 from ..autograd.function import Op
 from ._common import Tensor, promote, sum_to, tensor_method
 from .creation import full
@@ -307,8 +308,12 @@ def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's argument names
             raise TypeError(f"clamp(): argument '{name}' must be a Number or a Tensor, not {type(bound).__name__}")
     want = dt.result_type(*(x for x in (input, min, max) if x is not None))
     input = input.to(want)
-    cast = float if want.is_floating_point else int
-    return ClampScalar.apply(input, lo=None if min is None else cast(min), hi=None if max is None else cast(max))
+    for bound in (min, max):
+        if bound is not None:
+            check_scalar(bound, want)
+    lo, hi = (None if b is None else float(b) if want.is_floating_point else wrap_unsigned(int(b), want)
+              for b in (min, max))
+    return ClampScalar.apply(input, lo=lo, hi=hi)
 
 
 clip = clamp

@@ -243,6 +243,9 @@ def _check_common(fn, nd, input, weight, bias, stride, dilation, groups):
         raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
+    kernel = weight._data.shape[2:]
+    if min(kernel) <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got {_kernel_words(kernel)}")
     if weight._data.shape[0] % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
                            f"but got weight of size [{_sizes(weight.shape)}] instead")
@@ -254,6 +257,14 @@ def _check_common(fn, nd, input, weight, bias, stride, dilation, groups):
                            f"({bias._dtype.scalar_type_name.lower()}) should be the same")
     batched = input.ndim == nd + 2
     return (input if batched else input.unsqueeze(0)), batched, stride, dilation
+
+
+def _kernel_words(kernel):
+    """The kernel sizes as PyTorch's message spells them (a 1-d kernel is a 1 x k one)."""
+    if len(kernel) == 3:
+        return "{} x {} x {} (TxHxW)".format(*kernel)
+    kh, kw = (1, *kernel) if len(kernel) == 1 else kernel
+    return f"kernel_height: {kh} kernel_width: {kw}"
 
 
 def _check_channels(input, weight, expected, label):

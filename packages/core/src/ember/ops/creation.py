@@ -16,6 +16,7 @@ import numpy as np
 from .. import _alloc
 from .. import _dtype as dt
 from .._device import as_device
+from .._overflow import check_array, check_scalar, wrap_unsigned
 from .._tensor import legacy_tensor_data, size_from_args, to_numpy_data
 from ._common import Tensor
 
@@ -69,6 +70,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     arr = to_numpy_data(data)
     if dtype is None:
         dtype = data._dtype if isinstance(data, Tensor) else _infer_dtype(data, arr)
+    else:
+        check_array(arr, dtype)
     backend = device.backend
     try:
         data = backend.asarray(arr, dtype, device)
@@ -116,6 +119,9 @@ def _filled(fn, size, value, dtype, device, requires_grad, pin_memory=False):
     backend = device.backend
     xp = backend.xp
     nat = backend.native_dtype(dtype)
+    if value is not None:
+        check_scalar(value, dtype)
+        value = wrap_unsigned(value, dtype)
     _alloc.check_request(device, shape, dtype)  # past a memory limit, fail before allocating (and filling)
     try:
         data = xp.empty(shape, dtype=nat) if value is None else xp.full(shape, value, dtype=nat)

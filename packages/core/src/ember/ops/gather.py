@@ -287,7 +287,7 @@ def take_along_dim(input, indices, dim=None):
         return gather(input.reshape(-1), 0, indices.reshape(-1))
     nd = input._data.ndim
     if indices._data.ndim != nd:
-        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
+        raise RuntimeError(f"ember.take_along_dim(): input and indices should have the same number of dimensions, "
                            f"but got {nd} dimensions for input, and {indices._data.ndim} dimensions for indices")
     d = wrap_dim(dim, nd)
     a_shape, i_shape = list(input.shape), list(indices.shape)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as dt
+from .._overflow import check_scalar
 from ..autograd.function import Op
 from ._common import Tensor, cast_scalar, promote, sum_to, tensor_method, wrap_dim
 from .creation import arange, tensor, zeros
@@ -75,7 +76,7 @@ def cat(tensors, dim=0):
     """
     tensors = _tensor_list(tensors, "cat")
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("ember.cat(): expected a non-empty list of Tensors")
     for i, t in enumerate(tensors):
         if t._data.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
@@ -435,6 +436,9 @@ def where(condition, input=None, other=None):
         dtype = dt.get_default_dtype() if isinstance(input, float) or isinstance(other, float) else None
         input = tensor(input, dtype=dtype, device=condition._device)
     a, b = promote(input, other)
+    for scalar, like in ((input, b), (other, a)):
+        if not isinstance(scalar, Tensor):
+            check_scalar(scalar, like._dtype)
     return Where.apply(condition, a, b)
 
 

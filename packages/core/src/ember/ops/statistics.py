@@ -14,6 +14,7 @@ tensor(1.2500)
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -117,7 +118,11 @@ def _spread_args(name, input, dim, unbiased, keepdim, correction):
         raise RuntimeError("std and var only support floating point and complex dtypes")
     if correction is None:
         correction = 0 if unbiased is False else 1
-    return norm_dims(dim, input._data.ndim), correction, bool(keepdim)
+    dims = norm_dims(dim, input._data.ndim)
+    if _count(input._data.shape, dims) - correction <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                      "factor (input numel divided by output numel).", UserWarning, stacklevel=3)
+    return dims, correction, bool(keepdim)
 
 
 def _spread(name, op, doc):

@@ -17,6 +17,7 @@ tensor(1.)
 from __future__ import annotations
 
 import math
+import warnings
 
 from ..autograd.function import Op
 from ._common import Tensor, sum_to, tensor_method, wrap_dim
@@ -237,8 +238,17 @@ def t(input):
 
 
 def _T(self):
-    """All dimensions reversed (a view)."""
-    return Permute.apply(self, dims=tuple(range(self._data.ndim))[::-1])
+    """All dimensions reversed (a view); PyTorch's deprecation warning unless the tensor is 2-D."""
+    nd = self._data.ndim
+    if nd == 0:
+        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
+                      UserWarning, stacklevel=2)
+    elif nd != 2:
+        warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
+                      "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
+                      "matrices or `x.permute(*ember.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a "
+                      "tensor.", UserWarning, stacklevel=2)
+    return Permute.apply(self, dims=tuple(range(nd))[::-1])
 
 
 def _mT(self):

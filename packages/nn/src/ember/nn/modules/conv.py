@@ -72,6 +72,7 @@ class _ConvNd(Module):
         self.padding_mode = padding_mode
         self.padding = self._padding(padding)
         self._reversed_padding_repeated_twice = self._reversed_padding()
+        self._check_geometry()
         if self.transposed:
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:
@@ -82,6 +83,19 @@ class _ConvNd(Module):
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
+
+    def _check_geometry(self):
+        """Raise at construction what PyTorch raises only at the first call (same type and words), naming the
+        layer and the argument: a zero kernel, stride or dilation, or a negative padding."""
+        name = type(self).__name__
+        checks = [("kernel size should be greater than zero", "kernel_size", self.kernel_size, 1),
+                  ("non-positive stride is not supported", "stride", self.stride, 1),
+                  ("dilation should be greater than zero", "dilation", self.dilation, 1)]
+        if not isinstance(self.padding, str):
+            checks.append(("negative padding is not supported", "padding", self.padding, 0))
+        for words, arg, values, least in checks:
+            if min(values) < least:
+                raise RuntimeError(f"{name}: {words}, but got {arg}={values}")
 
     def _padding(self, padding):
         if not isinstance(padding, str):
