@@ -112,7 +112,7 @@ def _watch_parent(shm_prefix: str) -> None:
     """Start a daemon thread that removes this worker's shared-memory slots and exits the process as soon as
     the main process is gone (its parent pid changes), even while the dataset hangs. PyTorch orphans such a
     worker; ember's does not outlive its parent by more than ``PARENT_WATCH_INTERVAL``."""
-    parent_pid = os.getppid()
+    parent_pid = os.getppid()  # the main process, or the forkserver that forked this worker for it
 
     def watch():
         while os.getppid() == parent_pid:
