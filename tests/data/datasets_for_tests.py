@@ -118,3 +118,14 @@ class Images(Dataset):
 
 def fail_in_init(worker_id):
     raise RuntimeError(f"worker_init_fn refuses worker {worker_id}")
+
+
+class HangsForever(Dataset):
+    """Every item sleeps for an hour: a worker stuck in ``__getitem__``."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        time.sleep(3600)
+        return i

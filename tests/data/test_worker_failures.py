@@ -151,7 +151,7 @@ def test_workers_stuck_in_a_slow_item_are_terminated_on_shutdown():
     (pid,) = child_pids() - before
     time.sleep(0.2)
     start = time.monotonic()
-    it._shutdown_workers()  # private: the join-then-terminate path, which dropping the iterator defers to later
+    it._shutdown_workers()  # private: the join-then-terminate path
     assert gone(pid, within=1.0) and time.monotonic() - start < 8.0
 
 

@@ -9,10 +9,19 @@ from ._structure import map_leaves
 
 
 class BaseIter:
-    """One pass over a :class:`~ember.data.DataLoader`; the loader holds the configuration, this the state."""
+    """One pass over a :class:`~ember.data.DataLoader`; the loader holds the configuration, this the state.
+
+    An iterator copies what it needs and keeps no reference to its loader, so that a persistent loader and its
+    iterator form no reference cycle and dropping the loader frees the workers at once.
+    """
 
     def __init__(self, loader):
-        self._loader = loader
+        self._index_sampler = loader._index_sampler
+        self._batch_size = loader.batch_size
+        try:
+            self._length: int | str = len(loader)
+        except TypeError as e:  # an iterable dataset without a length: len(iterator) raises the same error
+            self._length = str(e)
         self._dataset = loader.dataset
         self._iterable = loader._iterable
         self._auto_collation = loader._auto_collation
@@ -25,11 +34,10 @@ class BaseIter:
         self._base_seed = int(ember.randint(0, (1 << 63) - 1, (), generator=loader.generator).item())
 
     def _start_pass(self):
-        loader = self._loader
         if self._iterable:  # a "task" is a batch size (or None) for the worker's own iterator
-            self._sampler_iter = itertools.repeat(loader.batch_size if self._auto_collation else None)
+            self._sampler_iter = itertools.repeat(self._batch_size if self._auto_collation else None)
         else:
-            self._sampler_iter = iter(loader._index_sampler)
+            self._sampler_iter = iter(self._index_sampler)
 
     def _next_index(self):
         return next(self._sampler_iter)
@@ -40,8 +48,10 @@ class BaseIter:
     def __iter__(self):
         return self
 
-    def __len__(self):
-        return len(self._loader)
+    def __len__(self) -> int:
+        if isinstance(self._length, str):
+            raise TypeError(self._length)
+        return self._length
 
 
 def _can_pin() -> bool:

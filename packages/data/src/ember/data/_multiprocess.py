@@ -6,6 +6,12 @@ of the worker that owns it, so batches come back in the order the sampler gave. 
 watches every worker's process sentinel: a worker that dies is reported at once, with its id and exit code,
 and ``timeout`` bounds the wait for one batch. Workers are shut down when the pass ends, when the iterator
 is dropped or an exception unwinds through it, and when the interpreter exits.
+
+A worker's exception is raised in the main process and leaves the iterator usable, as in PyTorch: a persistent
+loader's pass goes on with the next batch. Nothing the error carries keeps the iterator alive (the frame that
+raises it drops its reference first), so a caught error whose iterator is no longer used frees the workers and
+their ``/dev/shm`` slots at once; the clean-up is a ``weakref.finalize`` that holds the processes, queues and
+pipes but not the iterator, so it runs with its pipes open even when the collector breaks a cycle.
 """
 from __future__ import annotations
 
@@ -61,7 +67,6 @@ class MultiProcessIter(BaseIter):
         self._generation = 0
         self._shutdown = True  # until the workers exist
         self._owner_pid = os.getpid()
-        reap_retired()
         self._shm_prefix = f"/ember_{os.getpid()}_{next(_uids)}_"
         self._views = SlotViews(n)
         ctx = loader._mp_context()
@@ -86,6 +91,11 @@ class MultiProcessIter(BaseIter):
             self._shutdown_workers()
             raise
         self._shutdown = False
+        # Cleanup hangs on a finalizer that holds the processes, queues and pipes but not the iterator, so it
+        # runs with every pipe still open when the iterator is dropped, even from inside a reference cycle
+        # (a caught WorkerError's traceback holds the iterator's frame), and at interpreter exit.
+        self._finalizer = weakref.finalize(self, _release, self._workers, self._index_queues, self._result_conns,
+                                           self._shm_prefix, self._owner_pid, 1.0)
         self._sentinels = {proc.sentinel: wid for wid, proc in enumerate(self._workers)}
         _live_iterators.add(self)
         self._reset_pass()
@@ -125,6 +135,16 @@ class MultiProcessIter(BaseIter):
         self._send_idx += 1
 
     def __next__(self):
+        data = self._next_batch()
+        if isinstance(data, WorkerError):
+            # The raised exception's traceback keeps this frame alive for as long as the program keeps the
+            # exception: the frame must not keep the iterator (and its workers and slots) alive with it.
+            del self
+            data.reraise()
+        return data
+
+    def _next_batch(self):
+        """The next batch in sampler order, or the :class:`WorkerError` a worker sent in its place."""
         while True:
             if self._shutdown or self._rcvd_idx >= self._send_idx:
                 if not self._persistent:
@@ -138,7 +158,7 @@ class MultiProcessIter(BaseIter):
                 continue
             self._try_put_index()
             if isinstance(data, WorkerError):
-                data.reraise()
+                return data
             return self._pin_batch(self._views.unpack(data, wid))
 
     def _receive(self, wid: int, task_index: int):
@@ -177,39 +197,37 @@ class MultiProcessIter(BaseIter):
                               f"{_describe_exit(code)}", wid, code)
 
     # -- shutting down ------------------------------------------------------------------------------------
-    def _shutdown_workers(self, graceful: bool = True, wait: bool = True):
-        """Ask the workers to exit. With ``wait``, join them (up to ``SHUTDOWN_TIMEOUT`` when ``graceful``) and
-        terminate the ones left; without, leave them to :func:`reap_retired` (for ``__del__``, which may run
-        inside the garbage collector in any thread, where blocking could deadlock)."""
+    def _shutdown_workers(self, graceful: bool = True):
+        """Ask the workers to exit, join them (up to ``SHUTDOWN_TIMEOUT`` when ``graceful``), terminate the ones
+        left and remove their slots."""
         if self._shutdown or os.getpid() != self._owner_pid:  # a forked child's copy owns no workers
             return
         self._shutdown = True
         _live_iterators.discard(self)
-        try:
-            for q in self._index_queues:
-                try:
-                    q.put(None)
-                except (OSError, ValueError):
-                    pass
-        finally:
-            for q in self._index_queues:
-                q.close()
-            for conn in self._result_conns:
-                conn.close()
-            if wait:
-                _stop(self._workers, self._shm_prefix, SHUTDOWN_TIMEOUT if graceful else 0.1)
-            else:
-                _retiring.append((time.monotonic() + SHUTDOWN_TIMEOUT, self._workers, self._shm_prefix))
-
-    def __del__(self):
-        try:
-            self._shutdown_workers(wait=False)
-        except Exception:  # interpreter teardown: modules may be half gone
-            pass
+        finalizer = getattr(self, "_finalizer", None)
+        if finalizer is not None:
+            finalizer.detach()
+        _release(self._workers, self._index_queues, self._result_conns, self._shm_prefix, self._owner_pid,
+                 SHUTDOWN_TIMEOUT if graceful else 0.1)
 
 
-#: (deadline, worker processes, shared-memory prefix) of dropped iterators whose workers were asked to exit
-_retiring: list = []
+def _release(workers, index_queues, result_conns, shm_prefix: str, owner_pid: int, grace: float) -> None:
+    """Tell ``workers`` to exit, close their queues and pipes, join them (terminating those still alive after
+    ``grace`` seconds) and remove their shared-memory slots. Holds no reference to the iterator."""
+    if os.getpid() != owner_pid:
+        return
+    try:
+        for q in index_queues:
+            try:
+                q.put(None)
+            except (OSError, ValueError):
+                pass
+    finally:
+        for q in index_queues:
+            q.close()
+        for conn in result_conns:
+            conn.close()
+        _stop(workers, shm_prefix, grace)
 
 
 def _stop(workers, shm_prefix: str, grace: float) -> None:
@@ -227,27 +245,7 @@ def _stop(workers, shm_prefix: str, grace: float) -> None:
     remove_leftovers(shm_prefix)
 
 
-def reap_retired(block: bool = False) -> None:
-    """Collect the workers of dropped iterators: those that exited are joined (no zombies) and their slots
-    removed; those past their deadline are terminated. With ``block``, wait until all are gone."""
-    keep = []
-    for deadline, workers, prefix in _retiring:
-        if block:
-            _stop(workers, prefix, max(0.0, deadline - time.monotonic()))
-            continue
-        alive = [proc for proc in workers if proc.is_alive()]  # is_alive() reaps the ones that exited
-        if not alive:
-            remove_leftovers(prefix)
-            continue
-        if time.monotonic() > deadline:
-            for proc in alive:
-                proc.kill()
-        keep.append((deadline, workers, prefix))
-    _retiring[:] = keep
-
-
 @atexit.register
 def _shutdown_all():
     for it in list(_live_iterators):
         it._shutdown_workers()
-    reap_retired(block=True)

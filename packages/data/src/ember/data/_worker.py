@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
+import os
 import queue
 import random
 import signal
 import sys
+import threading
+import time
 import traceback
 from dataclasses import dataclass
 
@@ -16,7 +19,7 @@ import ember
 
 from . import worker_info
 from ._fetch import make_fetcher
-from ._shared_memory import SlotPool
+from ._shared_memory import SlotPool, remove_leftovers
 
 #: how often (s) an idle worker checks that the main process is still alive
 PARENT_CHECK_INTERVAL = 1.0
@@ -64,7 +67,10 @@ class WorkerError:
         if exc is None:
             exc = RuntimeError(message)
         exc.worker_id = self.worker_id
-        raise exc
+        try:
+            raise exc
+        finally:  # this frame must not hold the exception whose traceback holds it (and the iterator's frame)
+            del exc
 
 
 class _KeyErrorMessage(str):
@@ -98,6 +104,27 @@ def _parent_alive(parent) -> bool:
     return parent.is_alive() if parent is not None else True
 
 
+#: how often (s) a worker's watcher thread checks that its parent still lives (also while ``__getitem__`` hangs)
+PARENT_WATCH_INTERVAL = 0.2
+
+
+def _watch_parent(shm_prefix: str) -> None:
+    """Start a daemon thread that removes this worker's shared-memory slots and exits the process as soon as
+    the main process is gone (its parent pid changes), even while the dataset hangs. PyTorch orphans such a
+    worker; ember's does not outlive its parent by more than ``PARENT_WATCH_INTERVAL``."""
+    parent_pid = os.getppid()  # the main process, or the forkserver that forked this worker for it
+
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_WATCH_INTERVAL)
+        try:
+            remove_leftovers(shm_prefix)
+        finally:
+            os._exit(1)
+
+    threading.Thread(target=watch, name="ember-parent-watch", daemon=True).start()
+
+
 def worker_loop(worker_id, num_workers, dataset, iterable, auto_collation, collate_fn, drop_last, base_seed,
                 worker_init_fn, index_queue, result_conn, shm_prefix):
     """The body of worker process ``worker_id``: answer each task from ``index_queue`` on ``result_conn``.
@@ -111,6 +138,7 @@ def worker_loop(worker_id, num_workers, dataset, iterable, auto_collation, colla
     worker_info._set_worker_info(worker_info.WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
                                                          dataset=dataset))
     pool = SlotPool(shm_prefix)
+    _watch_parent(shm_prefix)
     init_error = fetcher = None
     try:
         if worker_init_fn is not None:
