@@ -49,6 +49,8 @@ CASES = [
     ("mul_scalar", lambda a: a * 3, (X,), "Mul"),
     ("div", lambda a, b: a / b, (X, P), "Div"),
     ("rdiv", lambda a: 2.0 / a, (P,), "Div"),
+    ("div_trunc_int64", lambda a, b: ember.div(a, b, rounding_mode="trunc"),
+     (ember.tensor([7, -7, 7, -7, 2**63 - 1, -(2**63) + 1, 5, 0]), ember.tensor([2, 2, -2, -2, 3, 7, -5, 3])), "Div"),
     ("neg", lambda a: -a, (X,), "Neg"),
     ("pow_scalar", lambda a: a ** 2, (X,), "Pow"),
     ("pow_tensor", lambda a, b: a ** b, (P, X), "Pow"),

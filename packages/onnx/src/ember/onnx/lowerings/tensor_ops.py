@@ -352,7 +352,7 @@ _UNARY = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs", "tanh": "Tan
           "sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh",
           "reciprocal": "Reciprocal", "neg": "Neg", "floor": "Floor", "ceil": "Ceil", "sign": "Sign",
           "relu": "Relu", "hardswish": "HardSwish"}
-_BINARY = {"div": "Div", "maximum": "Max", "minimum": "Min", "eq": "Equal", "gt": "Greater",
+_BINARY = {"div": "Div", "truncdivide": "Div", "maximum": "Max", "minimum": "Min", "eq": "Equal", "gt": "Greater",
            "ge": "GreaterOrEqual", "lt": "Less", "le": "LessOrEqual", "fmod": "Mod", "fmod_scalar": "Mod"}
 # one lowering each for an op and its variant (a reduction over all elements and over dims; a scalar operand)
 _lower_sub = _add_sub("Sub")
