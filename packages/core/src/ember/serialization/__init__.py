@@ -210,7 +210,8 @@ def _load(f, size, where, map_location, keys, weights_only, max_header_bytes):
                 raise from_memory_error(exc, as_device("cpu")) from exc
         if view is not None:
             offset, shape, strides = view
-            arr = np.lib.stride_tricks.as_strided(arr[offset:], shape, [s * arr.itemsize for s in strides])
+            size = arr.itemsize  # (an ndarray on arr's buffer has arr as its base: a later save shares it again)
+            arr = np.ndarray(shape, arr.dtype, buffer=arr, offset=offset * size, strides=[s * size for s in strides])
         if kind == "ndarray":
             return arr
         if kind == "npscalar":

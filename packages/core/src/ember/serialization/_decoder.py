@@ -126,7 +126,8 @@ class Decoder:
         return out
 
     def _defaultdict(self, node):
-        factory = FACTORIES.get(node.get("factory"))
+        name = node.get("factory")
+        factory = FACTORIES.get(name) if isinstance(name, str) else None
         if set(node) != {"defaultdict", "factory"} or factory is None or not isinstance(node["defaultdict"], list):
             self._bad(f"invalid defaultdict node {node!r:.100} (the factory must be one of {sorted(FACTORIES)})")
         out: defaultdict = defaultdict(factory)
