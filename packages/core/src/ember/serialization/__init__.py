@@ -138,7 +138,7 @@ def load(f, map_location=None, *, keys=None, weights_only=True, max_header_bytes
     tensors' names, dtypes and shapes, and ember's metadata) may be at most
     ``max_header_bytes`` long, :data:`MAX_HEADER_BYTES` (100,000,000, the
     safetensors library's limit) unless given; a longer one is refused before it
-    is read. Parsing it takes time linear in its size and up to about 20 times
+    is read. Parsing it takes time linear in its size and up to about 25 times
     its size in memory, so pass a lower limit for files from elsewhere when
     memory is tight.
 

@@ -31,6 +31,10 @@ _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 _V1_CONTAINERS = ("list", "tuple", "dict", "odict")
 _V2_CONTAINERS = ("set", "frozenset", "counter")
 _STORED = ("tensor", "ndarray", "npscalar")
+#: (kind, version >= 2) -> the fields a node of stored data may have
+_FIELDS = {(kind, v2): frozenset({kind, "device", "view"} | ({"class", "requires_grad"} if v2 and kind == "tensor"
+                                                           else set()))
+           for kind in _STORED for v2 in (False, True)}
 _BUILDING = object()  # the entry of an object whose attributes are being rebuilt
 #: the bound on a view's offset, sizes and strides (in elements): 8-byte elements' byte strides still fit NumPy's
 _MAX_INDEX = 2 ** 59
@@ -212,14 +216,13 @@ class Decoder:
 
     # -- stored data --------------------------------------------------------------------------------------------
     def _stored(self, node):
-        kind = next(k for k in _STORED if k in node)
+        kind = "tensor" if "tensor" in node else ("ndarray" if "ndarray" in node else "npscalar")
         name = node[kind]
         dev = node.get("device", "cpu")
         view = node.get("view")
         cls_path, grad = node.get("class"), node.get("requires_grad", False)
-        extra = {"class", "requires_grad"} if self._v2 and kind == "tensor" else set()
-        if (set(node) - {kind, "device", "view"} - extra or not isinstance(name, str) or not isinstance(dev, str)
-                or not isinstance(grad, bool)):
+        if (not node.keys() <= _FIELDS[kind, self._v2] or type(name) is not str or type(dev) is not str
+                or type(grad) is not bool):
             self._bad(f"unexpected node {node!r:.100}")
         if name not in self._names:
             self._bad(f"it refers to tensor {name!r:.100}, which the file does not hold")
