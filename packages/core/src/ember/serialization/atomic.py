@@ -95,6 +95,8 @@ def stale_temporaries(path) -> list:
 
 
 def _alive(pid: int) -> bool:
+    if os.name == "nt":  # (there os.kill(pid, 0) would send CTRL_C_EVENT, not probe)
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
