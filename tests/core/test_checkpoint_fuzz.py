@@ -36,7 +36,11 @@ HOSTILE_NUMBERS = [0, 1, -1, 2, 3, 7, 8, 2 ** 31, 2 ** 32 + 4, 2 ** 58, 2 ** 62,
                    -(2 ** 63), 1.5, 1e308]
 HOSTILE_VALUES = HOSTILE_NUMBERS + [None, True, False, "", "F32", "U64", "BF16", "tensor", "cpu", "nan", [], {},
                                     [0], [0, 4], [[0]], {"tensor": "w"}, {"list": []}, {"ref": 0}, ["F32"],
-                                    {"dtype": "F32"}, [2 ** 40, 2 ** 40], [0, [2 ** 58], [0]], "x" * 300]
+                                    {"dtype": "F32"}, [2 ** 40, 2 ** 40], [0, [2 ** 58], [0]], "x" * 300, "I64",
+                                    "BOOL", "ember.nn.parameter:Parameter", "os:system", "builtins:eval",
+                                    {"object": "ember.nn.modules.linear:Linear", "id": 9, "attrs": {}},
+                                    {"global": "ember:zeros"}, {"set": [{"list": []}]}, {"size": [-1]},
+                                    {"defaultdict": [], "factory": "list"}, {"dtype": "uint16"}]
 
 
 def _corpus() -> dict:

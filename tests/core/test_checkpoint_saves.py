@@ -64,12 +64,13 @@ def test_only_temporaries_of_dead_processes_on_this_host_are_removed(tmp_path):
     dead.wait()
     try:
         names = {
-            "live": f".m.safetensors.{atomic._HOST}.{sleeper.pid}.abc.tmp",
-            "dead": f".m.safetensors.{atomic._HOST}.{dead.pid}.abc.tmp",
-            "mine": f".m.safetensors.{atomic._HOST}.{os.getpid()}.abc.tmp",  # another thread's save in progress
-            "other host": f".m.safetensors.elsewhere-{atomic._HOST}.{dead.pid}.abc.tmp",
-            "other file": f".n.safetensors.{atomic._HOST}.{dead.pid}.abc.tmp",
-            "not a pid": f".m.safetensors.{atomic._HOST}.x{dead.pid}.abc.tmp",
+            "live": f".m.safetensors.{atomic._HOST}.{sleeper.pid}.abcd_123.tmp",
+            "dead": f".m.safetensors.{atomic._HOST}.{dead.pid}.abcd_123.tmp",
+            "mine": f".m.safetensors.{atomic._HOST}.{os.getpid()}.abcd_123.tmp",  # another thread's save in progress
+            "other host": f".m.safetensors.elsewhere-{atomic._HOST}.{dead.pid}.abcd_123.tmp",
+            "other file": f".n.safetensors.{atomic._HOST}.{dead.pid}.abcd_123.tmp",
+            "not a pid": f".m.safetensors.{atomic._HOST}.x{dead.pid}.abcd_123.tmp",
+            "another target's": f".m.safetensors.{atomic._HOST}.{dead.pid}.{atomic._HOST}.{dead.pid}.abcd_123.tmp",
         }
         for name in names.values():
             (tmp_path / name).write_bytes(b"partial")

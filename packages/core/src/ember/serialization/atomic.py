@@ -81,15 +81,15 @@ _HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:64] or "host"
 def stale_temporaries(path) -> list:
     """The temporaries beside ``path`` that :func:`write_atomically` made on this host in processes now dead."""
     directory, name = os.path.split(os.path.realpath(os.fsdecode(path)))
-    prefix = f".{name}.{_HOST}."
+    pattern = re.compile(re.escape(f".{name}.{_HOST}.") + r"([0-9]{1,10})\.[a-z0-9_]{8}\.tmp")  # (mkstemp's 8)
     try:
-        candidates = [e for e in os.listdir(directory) if e.startswith(prefix) and e.endswith(".tmp")]
+        entries = os.listdir(directory)
     except OSError:
         return []
     found = []
-    for entry in candidates:
-        pid = entry[len(prefix):].split(".", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+    for entry in entries:
+        match = pattern.fullmatch(entry)
+        if match and int(match[1]) != os.getpid() and not _alive(int(match[1])):
             found.append(os.path.join(directory, entry))
     return found
 
