@@ -210,8 +210,8 @@ def _load(f, size, where, map_location, keys, weights_only, max_header_bytes):
                 raise from_memory_error(exc, as_device("cpu")) from exc
         if view is not None:
             offset, shape, strides = view
-            size = arr.itemsize  # (an ndarray on arr's buffer has arr as its base: a later save shares it again)
-            arr = np.ndarray(shape, arr.dtype, buffer=arr, offset=offset * size, strides=[s * size for s in strides])
+            item = arr.itemsize  # (an ndarray on arr's buffer has arr as its base: a later save shares it again)
+            arr = np.ndarray(shape, arr.dtype, buffer=arr, offset=offset * item, strides=[s * item for s in strides])
         if kind == "ndarray":
             return arr
         if kind == "npscalar":
@@ -239,10 +239,8 @@ def _load(f, size, where, map_location, keys, weights_only, max_header_bytes):
 
 def _check_tensor_dtype(entry, where):
     """Refuse (before reading its bytes) a tensor whose safetensors dtype ember tensors do not have."""
-    if entry.code in _TENSOR_CODES:
-        return
-    name = _format.numpy_dtype(entry.code).name
-    if name not in _EMBER_DTYPES:
+    if entry.code not in _TENSOR_CODES:
+        name = _format.numpy_dtype(entry.code).name
         raise CheckpointError(
             f"cannot load {where}: tensor {entry.name!r:.100} has safetensors dtype {entry.code} ({name}), which "
             f"ember tensors do not support (ember's dtypes: {', '.join(sorted(_EMBER_DTYPES))}); read the file with "
