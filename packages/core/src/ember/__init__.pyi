@@ -1548,7 +1548,14 @@ def list_backends() -> Any:
     """Names (device types) of the registered backends."""
 
 # ember.serialization
-def load(f: Any, map_location: Any = ..., *, keys: Any = ..., weights_only: builtins.bool = ...) -> Any:
+def load(
+    f: Any,
+    map_location: Any = ...,
+    *,
+    keys: Any = ...,
+    weights_only: builtins.bool = ...,
+    max_header_bytes: builtins.int | None = ...,
+) -> Any:
     """Load what :func:`save` wrote (or any safetensors file) from a path or a readable binary file object.
 
     A safetensors file without ember's metadata (e.g. written by
@@ -1580,13 +1587,27 @@ def load(f: Any, map_location: Any = ..., *, keys: Any = ..., weights_only: buil
     refused.
 
     Any problem with the file (truncated, corrupted, not safetensors, a PyTorch
-    pickle) raises :class:`ember.errors.CheckpointError` naming the file.
+    pickle, a header or view that does not fit the data) raises
+    :class:`ember.errors.CheckpointError` naming the file, before any tensor
+    larger than the file's data is made. So does a tensor of a dtype that ember
+    tensors lack (safetensors' ``U16``, ``U32``, ``U64``; they load as NumPy
+    arrays where ember's metadata stores NumPy arrays). The header (JSON: the
+    tensors' names, dtypes and shapes, and ember's metadata) may be at most
+    ``max_header_bytes`` long, :data:`MAX_HEADER_BYTES` (100,000,000, the
+    safetensors library's limit) unless given; a longer one is refused before it
+    is read. Parsing it takes time linear in its size and up to about 25 times
+    its size in memory, so pass a lower limit for files from elsewhere when
+    memory is tight.
 
     >>> import io, ember
     >>> buf = io.BytesIO()
     >>> ember.save({'model': {'w': ember.zeros(2)}, 'big': ember.zeros(1000)}, buf); _ = buf.seek(0)
     >>> ember.load(buf, keys=['model.w'])
     {'model': {'w': tensor([0., 0.])}}
+    >>> _ = buf.seek(0); ember.load(buf, max_header_bytes=64)
+    Traceback (most recent call last):
+    ...
+    ember.errors.CheckpointError: cannot load '<BytesIO>': the header is ... bytes, more than the limit of 64 bytes ...
     """
 
 # ember.ops.pointwise

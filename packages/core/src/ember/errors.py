@@ -24,6 +24,21 @@ class CheckpointError(EmberError, ValueError):
     """
 
 
+class MissingDirectoryError(EmberError, FileNotFoundError, RuntimeError):
+    """A file could not be saved because its directory does not exist (or is not a directory).
+
+    The message names the directory, as PyTorch's ``RuntimeError`` does ("Parent directory ... does not
+    exist."); it is also a ``FileNotFoundError``, what ``open()`` would raise, with ``errno`` set.
+
+    >>> import ember
+    >>> try:
+    ...     ember.save({}, '/no/such/dir/ckpt.pt')
+    ... except FileNotFoundError as e:
+    ...     print(e)
+    Parent directory /no/such/dir does not exist: cannot save '/no/such/dir/ckpt.pt' (create the directory ...
+    """
+
+
 class OutOfMemoryError(EmberError, RuntimeError):
     """A tensor did not fit: the device's memory limit or the backend's allocator refused it.
 

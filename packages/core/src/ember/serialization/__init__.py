@@ -26,6 +26,7 @@ import os
 
 import numpy as np
 
+from .. import _dtype as _dt
 from .._alloc import from_memory_error
 from .._device import as_device
 from .._device import device as _device_cls
@@ -38,9 +39,15 @@ from ._structure import MAX_DEPTH, Encoder
 from .atomic import write_atomically
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
-           "MAX_DEPTH"]
+           "MAX_DEPTH", "MAX_HEADER_BYTES"]
+
+#: the default ``max_header_bytes`` of :func:`load`: 100,000,000 bytes, the safetensors library's own limit
+MAX_HEADER_BYTES = _format.MAX_HEADER_BYTES
 
 _META_KEY = "ember"
+_EMBER_DTYPES = frozenset(d.name for d in _dt.ALL_DTYPES)
+#: the safetensors dtype codes that ember tensors have
+_TENSOR_CODES = frozenset(code for code, name in _format.CODE_TO_NUMPY.items() if name in _EMBER_DTYPES)
 #: the format versions this ember reads; it writes the lowest one that holds what is saved
 _VERSIONS = (1, 2)
 
@@ -91,7 +98,7 @@ def save(obj, f) -> None:
         _format.write_file(f, arrays, meta)
 
 
-def load(f, map_location=None, *, keys=None, weights_only=True):
+def load(f, map_location=None, *, keys=None, weights_only=True, max_header_bytes: int | None = None):
     """Load what :func:`save` wrote (or any safetensors file) from a path or a readable binary file object.
 
     A safetensors file without ember's metadata (e.g. written by
@@ -123,14 +130,31 @@ def load(f, map_location=None, *, keys=None, weights_only=True):
     refused.
 
     Any problem with the file (truncated, corrupted, not safetensors, a PyTorch
-    pickle) raises :class:`ember.errors.CheckpointError` naming the file.
+    pickle, a header or view that does not fit the data) raises
+    :class:`ember.errors.CheckpointError` naming the file, before any tensor
+    larger than the file's data is made. So does a tensor of a dtype that ember
+    tensors lack (safetensors' ``U16``, ``U32``, ``U64``; they load as NumPy
+    arrays where ember's metadata stores NumPy arrays). The header (JSON: the
+    tensors' names, dtypes and shapes, and ember's metadata) may be at most
+    ``max_header_bytes`` long, :data:`MAX_HEADER_BYTES` (100,000,000, the
+    safetensors library's limit) unless given; a longer one is refused before it
+    is read. Parsing it takes time linear in its size and up to about 25 times
+    its size in memory, so pass a lower limit for files from elsewhere when
+    memory is tight.
 
     >>> import io, ember
     >>> buf = io.BytesIO()
     >>> ember.save({'model': {'w': ember.zeros(2)}, 'big': ember.zeros(1000)}, buf); _ = buf.seek(0)
     >>> ember.load(buf, keys=['model.w'])
     {'model': {'w': tensor([0., 0.])}}
+    >>> _ = buf.seek(0); ember.load(buf, max_header_bytes=64)
+    Traceback (most recent call last):
+    ...
+    ember.errors.CheckpointError: cannot load '<BytesIO>': the header is ... bytes, more than the limit of 64 bytes ...
     """
+    limit = MAX_HEADER_BYTES if max_header_bytes is None else max_header_bytes
+    if type(limit) is not int or limit < 2:
+        raise ValueError(f"max_header_bytes must be an int of at least 2 (bytes), got {limit!r}")
     if isinstance(f, (str, bytes, os.PathLike)):
         path = os.fsdecode(os.fspath(f))
         where = repr(path)
@@ -139,14 +163,14 @@ def load(f, map_location=None, *, keys=None, weights_only=True):
         except IsADirectoryError:
             raise CheckpointError(f"cannot load {where}: it is a directory, not a safetensors file") from None
         with handle:
-            return _load(handle, os.fstat(handle.fileno()).st_size, where, map_location, keys, weights_only)
+            return _load(handle, os.fstat(handle.fileno()).st_size, where, map_location, keys, weights_only, limit)
     if not hasattr(f, "read"):
         raise TypeError(f"ember.load expects a path or a binary file object, got {type(f).__name__}")
     where = repr(getattr(f, "name", None) or f"<{type(f).__name__}>")
     start = f.tell()
     size = f.seek(0, io.SEEK_END) - start
     f.seek(start)
-    return _load(_Offset(f, start), size, where, map_location, keys, weights_only)
+    return _load(_Offset(f, start), size, where, map_location, keys, weights_only, limit)
 
 
 class _Offset:
@@ -169,13 +193,15 @@ class _Offset:
         return self._f.seek(self._start + pos)
 
 
-def _load(f, size, where, map_location, keys, weights_only):
-    entries, metadata = _format.read_header(f, size, where)
+def _load(f, size, where, map_location, keys, weights_only, max_header_bytes):
+    entries, metadata = _format.read_header(f, size, where, max_header_bytes)
     place = _placer(map_location)
 
     arrays: dict = {}
 
     def fetch(kind, name, saved_device, view):
+        if kind == "tensor":
+            _check_tensor_dtype(entries[name], where)
         arr = arrays.get(name)
         if arr is None:
             try:
@@ -184,7 +210,8 @@ def _load(f, size, where, map_location, keys, weights_only):
                 raise from_memory_error(exc, as_device("cpu")) from exc
         if view is not None:
             offset, shape, strides = view
-            arr = np.lib.stride_tricks.as_strided(arr[offset:], shape, [s * arr.itemsize for s in strides])
+            item = arr.itemsize  # (an ndarray on arr's buffer has arr as its base: a later save shares it again)
+            arr = np.ndarray(shape, arr.dtype, buffer=arr, offset=offset * item, strides=[s * item for s in strides])
         if kind == "ndarray":
             return arr
         if kind == "npscalar":
@@ -208,6 +235,18 @@ def _load(f, size, where, map_location, keys, weights_only):
         return Decoder(fetch, entries, where, version, weights_only is not False).decode(root)
     except RecursionError:
         raise CheckpointError(f"cannot load {where}: the ember metadata is nested too deeply") from None
+
+
+def _check_tensor_dtype(entry, where):
+    """Refuse (before reading its bytes) a tensor whose safetensors dtype ember tensors do not have."""
+    if entry.code not in _TENSOR_CODES:
+        name = _format.numpy_dtype(entry.code).name
+        raise CheckpointError(
+            f"cannot load {where}: tensor {entry.name!r:.100} has safetensors dtype {entry.code} ({name}), which "
+            f"ember tensors do not support (ember's dtypes: {', '.join(sorted(_EMBER_DTYPES))}); read the file with "
+            "safetensors.numpy.load_file for NumPy arrays, or convert the tensor to a supported dtype wide enough "
+            "for its values (int32 for U16, int64 for U32 and U64 below 2**63) before saving; keys= loads the other "
+            "entries without it")
 
 
 def _parse_meta(meta, where):

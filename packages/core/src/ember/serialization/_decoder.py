@@ -31,7 +31,16 @@ _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 _V1_CONTAINERS = ("list", "tuple", "dict", "odict")
 _V2_CONTAINERS = ("set", "frozenset", "counter")
 _STORED = ("tensor", "ndarray", "npscalar")
+#: (kind, version >= 2) -> the fields a node of stored data may have
+_FIELDS = {(kind, v2): frozenset({kind, "device", "view"} | ({"class", "requires_grad"} if v2 and kind == "tensor"
+                                                           else set()))
+           for kind in _STORED for v2 in (False, True)}
 _BUILDING = object()  # the entry of an object whose attributes are being rebuilt
+#: the bound on a view's offset, sizes and strides (in elements): 8-byte elements' byte strides still fit NumPy's
+_MAX_INDEX = 2 ** 59
+#: how many keys of one dict or set may share a hash: more is a hash-flooding attack (Python's int hash is not
+#: randomized: ``i * (2**61 - 1)`` all hash to 0), which would make building the container quadratic
+MAX_SAME_HASH = 64
 
 
 class Decoder:
@@ -109,14 +118,20 @@ class Decoder:
             items = [self.decode(v) for v in value]
             return items if tag == "list" else tuple(items)
         if tag in ("set", "frozenset"):
-            items = [self._hashable(self.decode(v), "set element") for v in value]
-            return set(items) if tag == "set" else frozenset(items)
+            items: set = set()
+            same: dict = {}
+            for v in value:
+                item = self.decode(v)
+                self._new_key(items, item, same, "set element")
+                items.add(item)
+            return items if tag == "set" else frozenset(items)
         out = {"odict": OrderedDict, "counter": Counter}.get(tag, dict)()
         self._fill(out, value)
         return out
 
     def _defaultdict(self, node):
-        factory = FACTORIES.get(node.get("factory"))
+        name = node.get("factory")
+        factory = FACTORIES.get(name) if isinstance(name, str) else None
         if set(node) != {"defaultdict", "factory"} or factory is None or not isinstance(node["defaultdict"], list):
             self._bad(f"invalid defaultdict node {node!r:.100} (the factory must be one of {sorted(FACTORIES)})")
         out: defaultdict = defaultdict(factory)
@@ -124,18 +139,26 @@ class Decoder:
         return out
 
     def _fill(self, out, pairs):
+        same: dict = {}
         for pair in pairs:
             if not isinstance(pair, list) or len(pair) != 2:
                 self._bad(f"dict item {pair!r:.100} is not a [key, value] pair")
-            key = self._hashable(self.decode(pair[0]), "dict key")
+            key = self.decode(pair[0])
+            self._new_key(out, key, same, "dict key")
             out[key] = self.decode(pair[1])
 
-    def _hashable(self, value, what):
+    def _new_key(self, container, key, same, what):
+        """Check that ``key`` can go into ``container`` in constant time; ``same`` counts its keys per hash."""
         try:
-            hash(value)
+            h = hash(key)
         except TypeError:
-            self._bad(f"{what} {value!r:.100} is not hashable")
-        return value
+            self._bad(f"{what} {key!r:.100} is not hashable")
+        n = same.get(h, 0)
+        if n >= MAX_SAME_HASH:
+            self._refuse(f"more than {MAX_SAME_HASH} keys of one dict or set have the same hash as {what} "
+                         f"{key!r:.50} (a hash-flooding pattern that would make loading take quadratic time)")
+        if key not in container:  # (at most MAX_SAME_HASH comparisons)
+            same[h] = n + 1
 
     # -- classes, functions and objects -------------------------------------------------------------------------
     def _global(self, path, kind):
@@ -193,14 +216,13 @@ class Decoder:
 
     # -- stored data --------------------------------------------------------------------------------------------
     def _stored(self, node):
-        kind = next(k for k in _STORED if k in node)
+        kind = "tensor" if "tensor" in node else ("ndarray" if "ndarray" in node else "npscalar")
         name = node[kind]
         dev = node.get("device", "cpu")
         view = node.get("view")
         cls_path, grad = node.get("class"), node.get("requires_grad", False)
-        extra = {"class", "requires_grad"} if self._v2 and kind == "tensor" else set()
-        if (set(node) - {kind, "device", "view"} - extra or not isinstance(name, str) or not isinstance(dev, str)
-                or not isinstance(grad, bool)):
+        if (not node.keys() <= _FIELDS[kind, self._v2] or type(name) is not str or type(dev) is not str
+                or type(grad) is not bool):
             self._bad(f"unexpected node {node!r:.100}")
         if name not in self._names:
             self._bad(f"it refers to tensor {name!r:.100}, which the file does not hold")
@@ -222,19 +244,34 @@ class Decoder:
         return t
 
     def _view(self, view, name):
-        """A checked ``(offset, shape, strides)``: every element it reaches lies inside 1-D entry ``name``."""
+        """A checked ``(offset, shape, strides)`` of 1-D entry ``name``: inside it, and no more elements than it has.
+
+        A view ember saves never reaches an element twice (self-overlapping views,
+        such as ``expand``'s, are saved as copies), so it has at most as many
+        elements as its storage: a zero-stride view cannot make a tensor larger
+        than the file's data.
+        """
         entry = self._names[name]
         ok = (isinstance(view, list) and len(view) == 3 and isinstance(view[1], list) and isinstance(view[2], list)
               and len(view[1]) == len(view[2]) <= 32 and len(entry.shape) == 1
-              and all(type(v) is int for v in [view[0], *view[1], *view[2]]) and all(n >= 0 for n in view[1]))
+              and all(type(v) is int and abs(v) < _MAX_INDEX for v in [view[0], *view[1], *view[2]])
+              and all(n >= 0 for n in view[1]))
         if not ok:
-            self._bad(f"invalid view {view!r:.100} of tensor {name!r:.100}")
+            self._bad(f"invalid view {view!r:.100} of tensor {name!r:.100} (expected [offset, shape, strides] in "
+                      f"elements, ints of magnitude below 2**{_MAX_INDEX.bit_length() - 1}, shape non-negative)")
         offset, shape, strides = view
-        if 0 not in shape:
+        size = entry.shape[0]
+        count = math.prod(shape)
+        if count > size:
+            self._bad(f"view {view!r:.100} of tensor {name!r:.100} has {count} elements, more than the {size} its "
+                      "storage holds")
+        if count:
             low = offset + sum(min(0, (n - 1) * st) for n, st in zip(shape, strides))
             high = offset + sum(max(0, (n - 1) * st) for n, st in zip(shape, strides))
-            if low < 0 or high >= entry.shape[0]:
-                self._bad(f"view {view!r:.100} reaches outside tensor {name!r:.100} of {entry.shape[0]} elements")
+            if low < 0 or high >= size:
+                self._bad(f"view {view!r:.100} reaches outside tensor {name!r:.100} of {size} elements")
+        elif not 0 <= offset <= size:
+            self._bad(f"view {view!r:.100} starts outside tensor {name!r:.100} of {size} elements")
         return offset, tuple(shape), tuple(strides)
 
 

@@ -265,7 +265,8 @@ def _owner(arr: np.ndarray) -> np.ndarray:
 def _shared_span(arrays):
     """``(storage, [[offset, shape, strides], ...])`` for views of one contiguous block, or ``None``.
 
-    ``None`` also when the span the views cover is larger than copies of them.
+    ``None`` also when the span the views cover is larger than copies of them, and when a view has more
+    elements than the span (it reaches some twice, as ``expand``'s do).
     """
     root = _owner(arrays[0])
     dtype = arrays[0].dtype
@@ -286,6 +287,8 @@ def _shared_span(arrays):
     hi = max(b[2] for b in bounds)
     if lo < 0 or hi > mem.size or lo % size or hi - lo > sum(a.nbytes for a in arrays):
         return None  # (the last: far-apart slices of a big block are cheaper as copies)
+    if any(a.nbytes > hi - lo for a in arrays):
+        return None  # a view reaching elements twice (expand's): ember.load refuses views larger than their storage
     storage = mem[lo:hi].view(dtype)
     views = [[(offset - lo) // size, list(a.shape), [st // size for st in a.strides]]
              for a, (offset, _, _) in zip(arrays, bounds)]
