@@ -42,6 +42,12 @@ def _pads(node, x, kernel, strides, dilations):
     return begin, end
 
 
+def _check_padded(node, x, begin, end):
+    """Refuse, before allocating, a padded input past the load's ``max_elements``."""
+    padded = list(x.shape[:2]) + [d + b + e for d, b, e in zip(x.shape[2:], begin, end)]
+    node.check_elements(padded, "its padded input")
+
+
 def _pad_input(x, begin, end, value=0.0):
     """``x`` padded explicitly, for padding the functional op cannot express (asymmetric, too large)."""
     flat = [p for b, e in zip(reversed(begin), reversed(end)) for p in (b, e)]
@@ -72,6 +78,7 @@ def _conv(node, x, weight, bias=None):
     dims = _spatial_rank(node, x, _CONV)
     kernel = list(node.attr("kernel_shape") or weight.shape[2:])
     strides, dilations, (begin, end) = _window(node, x, kernel)
+    _check_padded(node, x, begin, end)
     if begin != end:
         x, begin = _pad_input(x, begin, end), [0] * dims
     return _CONV[dims](x, weight, bias, stride=strides, padding=begin, dilation=dilations,
@@ -101,6 +108,9 @@ def _conv_transpose(node, x, weight, bias=None):
         begin, end = pads[:dims], pads[dims:]
     fn = _CONV_TRANSPOSE[dims]
     groups = node.attr("group", 1)
+    full_shape = [s * (size - 1) + e + (k - 1) * d + 1
+                  for size, k, s, d, e in zip(x.shape[2:], kernel, strides, dilations, extra)]
+    node.check_elements([x.shape[0], weight.shape[1] * groups] + full_shape, "its unpadded output")
     if begin == end:
         return fn(x, weight, bias, stride=strides, padding=begin, output_padding=extra, groups=groups,
                   dilation=dilations)
@@ -122,6 +132,7 @@ def _max_pool(node, x):
         raise node.unsupported("the Indices output")
     kernel = list(node.attr("kernel_shape"))
     strides, dilations, (begin, end) = _window(node, x, kernel)
+    _check_padded(node, x, begin, end)
     pool = _MAX_POOL[dims]
     if begin != end or any(2 * p > k for p, k in zip(begin, kernel)):
         return _pooled_padded(node, pool, x, begin, end, strides, value=-math.inf, kernel_size=kernel,
@@ -134,6 +145,7 @@ def _average_pool(node, x):
     dims = _spatial_rank(node, x, _AVG_POOL)
     kernel = list(node.attr("kernel_shape"))
     strides, dilations, (begin, end) = _window(node, x, kernel)
+    _check_padded(node, x, begin, end)
     if any(d != 1 for d in dilations):
         raise node.unsupported(f"dilations {dilations}")
     include_pad = bool(node.attr("count_include_pad", 0))
@@ -232,10 +244,15 @@ def _resize(node, x, roi=None, scales=None, sizes=None):
     if request[:2] != ([x.shape[0], x.shape[1]] if by_size else [1.0, 1.0]):
         raise node.unsupported(f"resizing the batch or channel axis ({'sizes' if by_size else 'scales'} {request})")
     request = request[2:]
+    if not by_size and any(not math.isfinite(r) or r <= 0 for r in request):
+        raise node.invalid(f"its scales {request} must be finite and positive")
+    lengths = request if by_size else [math.floor(n * f) for n, f in zip(x.shape[2:], request)]
+    if any(n < 0 for n in lengths):
+        raise node.invalid(f"its sizes {request} include a negative size")
+    node.check_elements(list(x.shape[:2]) + lengths)
     if mode == "nearest":
         return _resize_nearest(x, request, by_size, _SOURCE[transform], _ROUND[nearest_mode])
     if transform == "pytorch_half_pixel":  # an axis resized to length 1 samples its first element
-        lengths = request if by_size else [math.floor(n * f) for n, f in zip(x.shape[2:], request)]
         ones = [i for i, n in enumerate(lengths) if n == 1]
         if ones:
             x = x[(slice(None), slice(None)) + tuple(slice(0, 1) if i in ones else slice(None)

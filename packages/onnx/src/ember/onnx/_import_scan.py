@@ -23,12 +23,13 @@ def _scan(node, *inputs, scope):
     (length,) = lengths
     device = xs[0].device
     steps = [[] for _ in range(len(body.output_names) - len(states))]
-    for t in range(length):
-        elements = [ember.select(x, a, length - 1 - t if r else t) for x, a, r in zip(xs, in_axes, in_reverse)]
-        results = body(scope, states + elements, device)
-        states = results[:len(states)]
-        for collected, value in zip(steps, results[len(states):]):
-            collected.append(value)
+    with node.limits.scan_trips(node, length):  # refuses nested Scans whose steps multiply past the limit
+        for t in range(length):
+            elements = [ember.select(x, a, length - 1 - t if r else t) for x, a, r in zip(xs, in_axes, in_reverse)]
+            results = body(scope, states + elements, device)
+            states = results[:len(states)]
+            for collected, value in zip(steps, results[len(states):]):
+                collected.append(value)
     out_axes = node.attr("scan_output_axes") or [0] * len(steps)
     out_reverse = node.attr("scan_output_directions") or [0] * len(steps)
     stacked = []

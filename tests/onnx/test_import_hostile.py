@@ -1,0 +1,62 @@
+"""ember.onnx.load refuses malformed models at load time, always with OnnxImportError naming what is wrong."""
+import collections
+import time
+
+import numpy as np
+import pytest
+
+import ember
+from ember.onnx import OnnxImportError, UnsupportedImportError, load
+
+from .hostile_models import HOSTILE, nested_scan_model
+
+
+def test_unsupported_is_an_import_error():
+    assert issubclass(UnsupportedImportError, OnnxImportError)
+    assert issubclass(UnsupportedImportError, NotImplementedError)
+
+
+@pytest.mark.parametrize("source, message", [case[1:] for case in HOSTILE], ids=[case[0] for case in HOSTILE])
+def test_hostile_model_fails_at_load_naming_the_problem(source, message):
+    with pytest.raises(OnnxImportError, match=message):
+        load(source)
+
+
+def test_hostile_corpus_outcomes_are_only_onnx_import_errors():
+    assert len(HOSTILE) >= 30
+    outcomes = collections.Counter()
+    for _, source, _ in HOSTILE:
+        try:
+            load(source)
+            outcomes["loaded"] += 1
+        except OnnxImportError:
+            outcomes["OnnxImportError"] += 1
+        except Exception as error:  # noqa: BLE001  (counted: the assertion below names it)
+            outcomes[type(error).__name__] += 1
+    assert outcomes == {"OnnxImportError": len(HOSTILE)}
+
+
+def test_nested_scans_with_constant_trip_counts_are_refused_at_load_quickly():
+    model = nested_scan_model(length=40, depth=4)  # 40**4 = 2.56 million body runs
+    assert len(model.SerializeToString()) < 1024
+    start = time.perf_counter()
+    with pytest.raises(OnnxImportError, match="Scan node 'scan4': 40 steps, run 64000 times by the enclosing "
+                                              "Scans, make 2560000 body runs, more than max_scan_iterations"):
+        load(model)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_nested_scans_over_an_input_are_refused_at_call_before_running_quickly():
+    module = load(nested_scan_model(length=40, depth=4, seq_input=True))  # trip counts unknown until called
+    start = time.perf_counter()
+    with pytest.raises(OnnxImportError, match="Scan node 'scan4': 40 steps, run 64000 times"):
+        module(ember.zeros(40))
+    assert time.perf_counter() - start < 1.0
+    np.testing.assert_array_equal(module(ember.arange(5.0)).numpy(), np.arange(5.0))  # within the limit: runs
+
+
+def test_nested_scans_within_a_raised_limit_run():
+    module = load(nested_scan_model(length=6, depth=4), max_scan_iterations=6 ** 4)
+    assert module().tolist() == [0.0] * 6
+    with pytest.raises(OnnxImportError, match="make 1296 body runs, more than max_scan_iterations=1295"):
+        load(nested_scan_model(length=6, depth=4), max_scan_iterations=6 ** 4 - 1)
