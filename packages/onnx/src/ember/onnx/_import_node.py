@@ -5,6 +5,8 @@ for an absent optional input); it returns a tensor or a tuple of tensors,
 one per output the node may have. ``node`` gives the attributes, the opset
 and errors that name the node. A handler registered with ``scoped=True``
 (an op with a subgraph) also gets ``scope=``, the values visible at the node.
+A check registered with :func:`checked_at_load` is ``fn(node)``: it raises,
+when the model is loaded, for what the node's attributes alone show unsupported.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from ._import_tensors import tensor_array
 from .errors import OnnxImportError, UnsupportedImportError
 
 HANDLERS = {}
+LOAD_CHECKS: dict = {}
 
 
 def handles(*op_types, scoped=False):
@@ -28,6 +31,15 @@ def handles(*op_types, scoped=False):
         fn.scoped = scoped
         for op_type in op_types:
             HANDLERS[op_type] = fn
+        return fn
+    return register
+
+
+def checked_at_load(*op_types):
+    """Register the decorated ``fn(node)`` to run when a node of ``op_types`` is loaded."""
+    def register(fn):
+        for op_type in op_types:
+            LOAD_CHECKS.setdefault(op_type, []).append(fn)
         return fn
     return register
 
@@ -82,6 +94,8 @@ class ImportNode:
                 self.attrs[attribute.name] = Subgraph(attribute.g, opset, limits)
             else:
                 self.attrs[attribute.name] = attribute_value(attribute, limits, str(self))
+        for check in LOAD_CHECKS.get(self.op_type, ()):
+            check(self)
 
     def __str__(self):
         return node_label(self)
