@@ -1,14 +1,17 @@
 """ember.onnx.load refuses malformed models at load time, always with OnnxImportError naming what is wrong."""
 import collections
+import random
 import time
 
 import numpy as np
 import pytest
+from onnx.helper import make_node
 
 import ember
 from ember.onnx import OnnxImportError, UnsupportedImportError, load
 
-from .hostile_models import HOSTILE, nested_scan_model
+from .hostile_models import HOSTILE, model, nested_scan_model
+from .test_import import cnn_model, scan_model
 
 
 def test_unsupported_is_an_import_error():
@@ -60,3 +63,35 @@ def test_nested_scans_within_a_raised_limit_run():
     assert module().tolist() == [0.0] * 6
     with pytest.raises(OnnxImportError, match="make 1296 body runs, more than max_scan_iterations=1295"):
         load(nested_scan_model(length=6, depth=4), max_scan_iterations=6 ** 4 - 1)
+
+
+def mutated(data: bytes, rng) -> bytes:
+    """``data`` with one to four random byte changes, deletions or insertions."""
+    data = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        at, kind = rng.randrange(len(data)), rng.random()
+        if kind < 0.6:
+            data[at] = rng.randrange(256)
+        elif kind < 0.8:
+            del data[at:at + rng.randint(1, 8)]
+        else:
+            data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
+    return bytes(data)
+
+
+def test_mutated_models_load_or_raise_onnx_import_error():
+    """A bounded byte-mutation fuzz over valid models (a CNN, a Scan, one of each of a few ops)."""
+    seeds = [cnn_model().SerializeToString(), scan_model().SerializeToString(),
+             model([make_node("Gemm", ["x", "w"], ["y"], transB=1, name="fc")],
+                   inits={"w": np.ones((4, 3), np.float32)}).SerializeToString()]
+    rng = random.Random(19)
+    outcomes = collections.Counter()
+    start = time.perf_counter()
+    for _ in range(600):
+        try:
+            load(mutated(rng.choice(seeds), rng))
+            outcomes["loaded"] += 1
+        except OnnxImportError:
+            outcomes["OnnxImportError"] += 1
+    assert set(outcomes) <= {"loaded", "OnnxImportError"} and outcomes["OnnxImportError"] > 100, outcomes
+    assert time.perf_counter() - start < 20

@@ -165,14 +165,20 @@ class ModelValidator:
     # -- nodes -----------------------------------------------------------------------------------------------
     def node(self, proto, scope: _Graph) -> None:
         where = node_label(proto)
-        if proto.op_type == "Constant" and proto.domain in ("", "ai.onnx"):
-            self.constant(proto, scope, where)
-        else:
-            handler_for(proto)
-            schema = self.schema(proto, where)
-            self.inputs(proto, schema, scope, where)
-            self.attributes(proto, schema, scope, where)
-            self.sizes(proto, scope, where)
+        try:
+            if proto.op_type == "Constant" and proto.domain in ("", "ai.onnx"):
+                self.constant(proto, scope, where)
+            else:
+                handler_for(proto)
+                schema = self.schema(proto, where)
+                self.inputs(proto, schema, scope, where)
+                self.attributes(proto, schema, scope, where)
+                self.sizes(proto, scope, where)
+        except OnnxImportError:
+            raise
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError, OverflowError) as error:
+            # a check tripped on something stranger than it expects: still an OnnxImportError naming the node
+            raise OnnxImportError(f"{where}: {type(error).__name__}: {error}") from error
         for index, name in enumerate(proto.output):
             if name:
                 scope.define(name, f"{where} (output {index})")
