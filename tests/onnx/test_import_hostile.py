@@ -95,3 +95,12 @@ def test_mutated_models_load_or_raise_onnx_import_error():
             outcomes["OnnxImportError"] += 1
     assert set(outcomes) <= {"loaded", "OnnxImportError"} and outcomes["OnnxImportError"] > 100, outcomes
     assert time.perf_counter() - start < 20
+
+
+@pytest.mark.parametrize("suffix, text", [(".onnx", b"\xff\xff not a model"), (".textproto", b"garbage {{{"),
+                                          (".json", b'{"graph": 3')])
+def test_a_file_that_is_no_model_names_the_file(tmp_path, suffix, text):
+    path = tmp_path / f"m{suffix}"
+    path.write_bytes(text)
+    with pytest.raises(OnnxImportError, match=f"'{path}' is not an ONNX model"):
+        load(path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from google.protobuf import json_format, text_format
 from google.protobuf.message import Error as ProtobufError
 
 import onnx
@@ -40,7 +41,7 @@ def _read_model(f):
         if folder is None and not hasattr(f, "read"):
             return onnx.load_from_string(bytes(f)), None
         return onnx.load(f, load_external_data=False), folder  # read by ember, from inside base_dir only
-    except ProtobufError as error:
+    except (ProtobufError, text_format.ParseError, json_format.ParseError) as error:  # binary, text or JSON
         raise OnnxImportError(f"{source} is not an ONNX model (protobuf: {error})") from None
 
 
