@@ -102,7 +102,7 @@ class ModelValidator:
                 scope.names.maps[0][tensor.name] = where
             else:
                 scope.define(tensor.name, where)
-            self.remember(scope, tensor.name, shape, tensor)
+            self.remember(scope, tensor.name, shape, tensor, where=where)
         for proto in graph.node:
             self.node(proto, scope)
         if top and not graph.output:
@@ -153,12 +153,12 @@ class ModelValidator:
                                   "EXTERNAL")
         return tuple(tensor.dims)
 
-    def remember(self, scope: _Graph, name: str, shape, tensor=None, value=None) -> None:
+    def remember(self, scope: _Graph, name: str, shape, tensor=None, value=None, where: str = "") -> None:
         """Record a constant's shape and, for a small integer one, its value (to follow constant shapes)."""
         scope.shapes[name] = tuple(int(d) for d in shape)
         if value is None and tensor is not None and tensor.data_location == TensorProto.DEFAULT \
                 and math.prod(shape) <= _SMALL and tensor.data_type in (TensorProto.INT64, TensorProto.INT32):
-            value = tensor_array(tensor, None, name)
+            value = tensor_array(tensor, None, where or name)
         if value is not None:
             scope.values[name] = np.asarray(value)
 
@@ -310,7 +310,7 @@ class ModelValidator:
                                   f"{_type_name(expected)} expected")
         if attribute.type == AttributeProto.TENSOR:
             shape = self.tensor(attribute.t, f"{where}: the attribute value")
-            self.remember(scope, proto.output[0], shape, attribute.t)
+            self.remember(scope, proto.output[0], shape, attribute.t, where=f"{where}: the attribute value")
         else:
             value = np.asarray(helper.get_attribute_value(attribute))
             self.remember(scope, proto.output[0], value.shape, value=value if value.dtype.kind == "i" else None)
