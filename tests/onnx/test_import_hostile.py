@@ -104,3 +104,9 @@ def test_a_file_that_is_no_model_names_the_file(tmp_path, suffix, text):
     path.write_bytes(text)
     with pytest.raises(OnnxImportError, match=f"'{path}' is not an ONNX model"):
         load(path)
+
+
+def test_scanning_a_scalar_names_the_scan():
+    module = load(nested_scan_model(length=3, depth=1, seq_input=True))
+    with pytest.raises(OnnxImportError, match=r"Scan node 'scan1': a scan input of shape \[\] has no axis 0"):
+        module(ember.tensor(1.0))

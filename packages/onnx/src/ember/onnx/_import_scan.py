@@ -15,7 +15,11 @@ def _scan(node, *inputs, scope):
     body = node.attr("body")
     count = node.attr("num_scan_inputs")
     states, xs = list(inputs[:len(inputs) - count]), inputs[len(inputs) - count:]
-    in_axes = [a % x.ndim for a, x in zip(node.attr("scan_input_axes") or [0] * count, xs)]
+    in_axes = []
+    for a, x in zip(node.attr("scan_input_axes") or [0] * count, xs):
+        if not -x.ndim <= a < x.ndim:
+            raise node.invalid(f"a scan input of shape {list(x.shape)} has no axis {a} to scan along")
+        in_axes.append(a % x.ndim)
     in_reverse = node.attr("scan_input_directions") or [0] * count
     lengths = {x.shape[a] for x, a in zip(xs, in_axes)}
     if len(lengths) != 1:
