@@ -22,27 +22,32 @@ from .errors import OnnxImportError, UnsupportedImportError
 __all__ = ["load", "UnsupportedImportError", "OnnxImportError"]
 
 
+def _parsed(source: str, read):
+    """``read()``'s ModelProto; what is no ONNX model (binary, text or JSON) is an OnnxImportError naming ``source``."""
+    try:
+        return read()
+    except (ProtobufError, text_format.ParseError, json_format.ParseError) as error:
+        raise OnnxImportError(f"{source} is not an ONNX model (protobuf: {error})") from None
+
+
 def _read_model(f):
-    """The ``ModelProto`` and the folder its external data lies in by default (``None`` when it has none)."""
+    """The ``ModelProto`` and the folder its external data lies in by default (``None`` when it has none).
+    External data is left unread here: ember reads it, from inside ``base_dir`` only."""
     if isinstance(f, onnx.ModelProto):
         return f, None
     if isinstance(f, (bytes, bytearray, memoryview)):
-        source, folder = "the bytes given", None
-    elif isinstance(f, (str, os.PathLike)):
-        source, folder = repr(os.fspath(f)), os.path.dirname(os.path.abspath(f))
-    elif hasattr(f, "read"):
+        return _parsed("the bytes given", lambda: onnx.load_from_string(bytes(f))), None
+    if isinstance(f, (str, os.PathLike)):
+        return (_parsed(repr(os.fspath(f)), lambda: onnx.load(f, load_external_data=False)),
+                os.path.dirname(os.path.abspath(f)))
+    if hasattr(f, "read"):
         name = getattr(f, "name", None)
-        source = f"the file {name!r}" if isinstance(name, str) else "the file object given"
-        folder = os.path.dirname(os.path.abspath(name)) if isinstance(name, str) and os.path.isfile(name) else None
-    else:
-        raise TypeError(f"ember.onnx.load expects a path, bytes, a file object or an onnx.ModelProto, "
-                        f"got {type(f).__name__}")
-    try:
-        if folder is None and not hasattr(f, "read"):
-            return onnx.load_from_string(bytes(f)), None
-        return onnx.load(f, load_external_data=False), folder  # read by ember, from inside base_dir only
-    except (ProtobufError, text_format.ParseError, json_format.ParseError) as error:  # binary, text or JSON
-        raise OnnxImportError(f"{source} is not an ONNX model (protobuf: {error})") from None
+        named = isinstance(name, str) and os.path.isfile(name)
+        model = _parsed(f"the file {name!r}" if named else "the file object given",
+                        lambda: onnx.load(f, load_external_data=False))
+        return model, os.path.dirname(os.path.abspath(name)) if named else None
+    raise TypeError(f"ember.onnx.load expects a path, bytes, a file object or an onnx.ModelProto, "
+                    f"got {type(f).__name__}")
 
 
 def load(f, *, base_dir=None, max_elements: int = DEFAULT_MAX_ELEMENTS,
