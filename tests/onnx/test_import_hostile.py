@@ -5,7 +5,8 @@ import time
 
 import numpy as np
 import pytest
-from onnx.helper import make_node
+from onnx import TensorProto, helper
+from onnx.helper import make_node, make_tensor_value_info
 
 import ember
 from ember.onnx import OnnxImportError, UnsupportedImportError, load
@@ -59,10 +60,44 @@ def test_nested_scans_over_an_input_are_refused_at_call_before_running_quickly()
 
 
 def test_nested_scans_within_a_raised_limit_run():
-    module = load(nested_scan_model(length=6, depth=4), max_scan_iterations=6 ** 4)
+    runs = 6 + 6 ** 2 + 6 ** 3 + 6 ** 4  # every level's body runs count
+    module = load(nested_scan_model(length=6, depth=4), max_scan_iterations=runs)
     assert module().tolist() == [0.0] * 6
-    with pytest.raises(OnnxImportError, match="make 1296 body runs, more than max_scan_iterations=1295"):
-        load(nested_scan_model(length=6, depth=4), max_scan_iterations=6 ** 4 - 1)
+    with pytest.raises(OnnxImportError, match="Scan node 'scan4': its 1296 body runs after 258 of other Scans "
+                                              f"make {runs} in one call, more than max_scan_iterations={runs - 1}"):
+        load(nested_scan_model(length=6, depth=4), max_scan_iterations=runs - 1)
+    module = load(nested_scan_model(length=6, depth=4, seq_input=True), max_scan_iterations=runs - 1)
+    with pytest.raises(OnnxImportError, match=f"Scan node 'scan4': its 6 body runs after {runs - 6} of other "
+                                              "Scans make 1554 in one call"):
+        module(ember.zeros(6))
+
+
+def sibling_scans(count, seq_input):
+    """``count`` Scans one after the other, each over ``seq`` (10 steps)."""
+    body = helper.make_graph([make_node("Identity", ["e"], ["o"], name="copy")], "body",
+                             [make_tensor_value_info("e", TensorProto.FLOAT, None)],
+                             [make_tensor_value_info("o", TensorProto.FLOAT, None)])
+    scans = [make_node("Scan", ["seq"], [f"y{i}"], body=body, num_scan_inputs=1, name=f"scan{i}")
+             for i in range(count)]
+    adds = [make_node("Add", [f"y{i}" if i == 1 else f"s{i - 1}", f"y{i}" if i > 1 else "y0"], [f"s{i}"],
+                      name=f"add{i}") for i in range(1, count)]
+    if seq_input:
+        return model(scans + adds, inputs={"seq": [10]}, outputs=(f"s{count - 1}",))
+    fill = make_node("ConstantOfShape", ["n"], ["seq"], name="fill")
+    return model([fill] + scans + adds, inputs={}, outputs=(f"s{count - 1}",),
+                 inits={"n": np.array([10], np.int64)})
+
+
+def test_sibling_scans_add_up_to_the_limit():
+    with pytest.raises(OnnxImportError, match="Scan node 'scan2': its 10 body runs after 20 of other Scans make 30 "
+                                              "in one call, more than max_scan_iterations=25"):
+        load(sibling_scans(3, seq_input=False), max_scan_iterations=25)
+    assert load(sibling_scans(3, seq_input=False), max_scan_iterations=30)().tolist() == [0.0] * 10
+    module = load(sibling_scans(3, seq_input=True), max_scan_iterations=25)
+    with pytest.raises(OnnxImportError, match="Scan node 'scan2': its 10 body runs after 20 of other Scans"):
+        module(ember.zeros(10))
+    assert module(ember.ones(8)).tolist() == [3.0] * 8  # 24 runs: within the limit, and each call starts afresh
+    assert module(ember.ones(8)).tolist() == [3.0] * 8
 
 
 def mutated(data: bytes, rng) -> bytes:

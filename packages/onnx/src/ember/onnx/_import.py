@@ -87,8 +87,10 @@ def load(f, *, base_dir=None, max_elements: int = DEFAULT_MAX_ELEMENTS,
     the graph creates or declares (initializers, ``ConstantOfShape``,
     ``Expand``, ``Tile``, ``Pad``, ``Resize``, padded convolution inputs...):
     checked at load where the size is constant, otherwise when called, before
-    allocating. ``max_scan_iterations`` (default ``10**6``) bounds a ``Scan``'s
-    steps times those of the Scans around it. Past either, :class:`OnnxImportError`.
+    allocating. ``max_scan_iterations`` (default ``10**6``) bounds the ``Scan``
+    body runs of one call, all Scans together (nested ones multiply): at load
+    where the trip counts are constant, otherwise before a Scan's first step.
+    Past either limit, :class:`OnnxImportError`.
 
     >>> big = helper.make_graph(
     ...     [helper.make_node("ConstantOfShape", ["shape"], ["y"], name="fill")], "g", [],

@@ -1,6 +1,6 @@
 """What one ``ember.onnx.load`` allows: where external data may be read from, how large a tensor a node may
-declare, how many Scan body runs nested Scans may multiply to. Checked at load where the sizes are constant,
-and by the handlers at call time before they allocate."""
+declare, how many Scan body runs one call may make (nested Scans multiply, sibling Scans add up). Checked at
+load where the sizes are constant, and by the handlers at call time before they allocate or loop."""
 from __future__ import annotations
 
 import contextlib
@@ -15,13 +15,15 @@ DEFAULT_MAX_SCAN_ITERATIONS = 10 ** 6
 
 # the product of the trip counts of the Scans enclosing the body now running (1 outside any Scan)
 _ENCLOSING_TRIPS = contextvars.ContextVar("ember_onnx_enclosing_trips", default=1)
+# the Scan body runs of the call now running, in a one-element list (None outside a call)
+_CALL_RUNS: contextvars.ContextVar[list | None] = contextvars.ContextVar("ember_onnx_call_runs", default=None)
 
 
 @dataclass(frozen=True)
 class ImportLimits:
     """``base_dir``: the folder external data must lie in (``None``: the model may have none);
     ``max_elements``: the most elements one tensor a node creates may have;
-    ``max_scan_iterations``: the most body runs a Scan, times the trip counts of the Scans around it, may make."""
+    ``max_scan_iterations``: the most Scan body runs one call may make, all Scans together."""
 
     base_dir: str | None = None
     max_elements: int = DEFAULT_MAX_ELEMENTS
@@ -51,11 +53,33 @@ class ImportLimits:
                                   f"max_scan_iterations={self.max_scan_iterations}")
         return total
 
+    def check_runs(self, where, before: int, added: int) -> int:
+        """``added`` body runs after ``before`` ones in the same call; raises, naming ``where``, past
+        ``max_scan_iterations``. Returns the sum."""
+        if before + added > self.max_scan_iterations:
+            raise OnnxImportError(f"{where}: its {added} body runs after {before} of other Scans make "
+                                  f"{before + added} in one call, more than "
+                                  f"max_scan_iterations={self.max_scan_iterations}")
+        return before + added
+
+    @contextlib.contextmanager
+    def call(self):
+        """One call of the imported graph: its Scans share one budget of ``max_scan_iterations`` body runs."""
+        token = _CALL_RUNS.set([0])
+        try:
+            yield
+        finally:
+            _CALL_RUNS.reset(token)
+
     @contextlib.contextmanager
     def scan_trips(self, node, trips: int):
-        """Run a Scan's ``trips`` body runs inside this context; refuses, before the first, when they times the
-        enclosing Scans' trip counts pass ``self.max_scan_iterations``."""
-        token = _ENCLOSING_TRIPS.set(self.check_trips(node, _ENCLOSING_TRIPS.get(), trips))
+        """Run a Scan's ``trips`` body runs inside this context; refuses, before the first, when they, times the
+        enclosing Scans' trip counts or added to the call's earlier body runs, pass ``max_scan_iterations``."""
+        total = self.check_trips(node, _ENCLOSING_TRIPS.get(), trips)
+        runs = _CALL_RUNS.get()
+        if runs is not None:
+            runs[0] = self.check_runs(node, runs[0], trips)
+        token = _ENCLOSING_TRIPS.set(total)  # after the checks, so that a refusal leaves nothing set
         try:
             yield
         finally:

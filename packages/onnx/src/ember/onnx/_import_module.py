@@ -57,6 +57,7 @@ class OnnxModule(nn.Module):
         self.input_names = [v.name for v in graph.input if v.name not in initializers]
         self.output_names = [v.name for v in graph.output]
         self.initializer_keys = {}
+        self._limits = limits
         self._constants, self._nodes = {}, []  # set before the initializers, which must not take these names
         uses = _uses(graph)
         for name, array in initializers.items():
@@ -117,6 +118,7 @@ class OnnxModule(nn.Module):
         env = self._initializer_values()
         env.update({name: from_numpy(array, device) for name, array in self._constants.items()})
         env.update(zip(self.input_names, inputs))
-        run_nodes(self._nodes, env)
+        with self._limits.call():  # the call's Scans share one budget of body runs
+            run_nodes(self._nodes, env)
         outputs = tuple(env[name] for name in self.output_names)
         return outputs[0] if len(outputs) == 1 else outputs

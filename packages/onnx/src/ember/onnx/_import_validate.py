@@ -75,6 +75,7 @@ class ModelValidator:
     def __init__(self, limits: ImportLimits):
         self.limits = limits
         self.opset = 0
+        self.scan_runs = 0  # the body runs of the Scans seen so far whose trip counts are constant
 
     def model(self, model) -> None:
         if not model.HasField("graph"):
@@ -405,6 +406,7 @@ class ModelValidator:
             inner.shapes[body.input[states + position].name] = shape[:axis] + shape[axis + 1:]
         if trips is not None:
             inner.trips = self.limits.check_trips(where, scope.trips, trips)
+            self.scan_runs = self.limits.check_runs(where, self.scan_runs, inner.trips)
         self.graph(body, inner)
 
 
