@@ -96,7 +96,11 @@ def test_the_importer_is_layered_errors_registry_handlers_module_load():
                 "ember.onnx._import_scan"}
     for handler in handlers:
         assert graph[handler] == {"ember.onnx._import_node"}, handler
-    assert graph["ember.onnx._import_node"] == {"ember.onnx.errors"}
+    leaves = {"ember.onnx._import_limits", "ember.onnx._import_tensors"}  # limits, tensors: on errors alone
+    assert graph["ember.onnx._import_node"] == {"ember.onnx.errors"} | leaves
+    for leaf in leaves:
+        assert graph[leaf] == {"ember.onnx.errors"}, leaf
+    assert "ember.onnx._import_validate" in graph["ember.onnx._import_module"]  # validation before building
     assert handlers <= graph["ember.onnx._import_module"]  # the one module that registers every handler
     assert "ember.onnx._import_module" in graph["ember.onnx._import"]
 

@@ -3,22 +3,16 @@ from __future__ import annotations
 
 import ember
 from ember import nn
-from onnx import numpy_helper
 
 from . import _import_nn_ops, _import_ops, _import_rnn, _import_scan  # noqa: F401  (register the op handlers)
+from ._import_limits import ImportLimits
 from ._import_node import compile_nodes, from_numpy, run_nodes
-from .errors import OnnxImportError
+from ._import_tensors import tensor_array
+from ._import_validate import default_opset, validate_model
 
 # input slots that hold statistics or constants, never trained: a float initializer used only there is a buffer
 _STATE_SLOTS = {("BatchNormalization", 3), ("BatchNormalization", 4), ("Resize", 1), ("Resize", 2),
                 ("Upsample", 1), ("Clip", 1), ("Clip", 2), ("Pad", 2)}
-
-
-def _default_opset(model) -> int:
-    for entry in model.opset_import:
-        if entry.domain in ("", "ai.onnx"):
-            return entry.version
-    raise OnnxImportError("the ONNX model imports no version of the default opset")
 
 
 def _uses(graph) -> dict:
@@ -46,16 +40,24 @@ class OnnxModule(nn.Module):
     ``eval()`` mode (Dropout is the identity, BatchNormalization uses its
     running statistics, which are buffers); every float initializer used as
     a weight is a trainable :class:`~ember.nn.Parameter`.
+
+    The model is validated first (``_import_validate``): a malformed one raises
+    :class:`~ember.onnx.OnnxImportError` here, not at the first call. ``limits``
+    (:class:`ImportLimits`) bound what the graph may allocate and where external data is read from.
     """
 
-    def __init__(self, model):
+    def __init__(self, model, limits: ImportLimits | None = None):
         super().__init__()
+        limits = ImportLimits() if limits is None else limits
+        validate_model(model, limits)
         graph = model.graph
-        opset = _default_opset(model)
-        initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+        opset = default_opset(model)
+        initializers = {t.name: tensor_array(t, limits.base_dir, f"initializer '{t.name}'")
+                        for t in graph.initializer}
         self.input_names = [v.name for v in graph.input if v.name not in initializers]
         self.output_names = [v.name for v in graph.output]
         self.initializer_keys = {}
+        self._limits = limits
         self._constants, self._nodes = {}, []  # set before the initializers, which must not take these names
         uses = _uses(graph)
         for name, array in initializers.items():
@@ -63,7 +65,7 @@ class OnnxModule(nn.Module):
             if _trainable(array, uses.get(name)):
                 value = nn.Parameter(value)
             self.initializer_keys[name] = self._place(name, value)
-        self._constants, self._nodes = compile_nodes(graph, opset)
+        self._constants, self._nodes = compile_nodes(graph, opset, limits)
 
     def _place(self, name: str, value) -> str:
         """Register ``value`` under the dotted path ``name`` (child modules for the prefixes) or, where that
@@ -116,6 +118,7 @@ class OnnxModule(nn.Module):
         env = self._initializer_values()
         env.update({name: from_numpy(array, device) for name, array in self._constants.items()})
         env.update(zip(self.input_names, inputs))
-        run_nodes(self._nodes, env)
+        with self._limits.call():  # the call's Scans share one budget of body runs
+            run_nodes(self._nodes, env)
         outputs = tuple(env[name] for name in self.output_names)
         return outputs[0] if len(outputs) == 1 else outputs

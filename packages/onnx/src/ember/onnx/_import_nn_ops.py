@@ -8,7 +8,7 @@ import numpy as np
 import ember
 import ember.nn.functional as F
 
-from ._import_node import handles, ints, normalize_axis
+from ._import_node import checked_at_load, handles, ints, normalize_axis
 
 _CONV = {1: F.conv1d, 2: F.conv2d}
 _CONV_TRANSPOSE = {1: F.conv_transpose1d, 2: F.conv_transpose2d}
@@ -31,15 +31,19 @@ def _pads(node, x, kernel, strides, dilations):
         pads = node.attr("pads") if auto_pad == "NOTSET" else None
         pads = list(pads) if pads else [0] * 2 * dims
         return pads[:dims], pads[dims:]
-    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
-        raise node.unsupported(f"auto_pad '{auto_pad}'")
-    begin, end = [], []
+    begin, end = [], []  # SAME_UPPER or SAME_LOWER (the load refuses other values)
     for size, k, s, d in zip(x.shape[2:], kernel, strides, dilations):
         total = max(0, (math.ceil(size / s) - 1) * s + (k - 1) * d + 1 - size)
         small, large = total // 2, total - total // 2
         begin.append(small if auto_pad == "SAME_UPPER" else large)
         end.append(large if auto_pad == "SAME_UPPER" else small)
     return begin, end
+
+
+def _check_padded(node, x, begin, end):
+    """Refuse, before allocating, a padded input past the load's ``max_elements``."""
+    padded = list(x.shape[:2]) + [d + b + e for d, b, e in zip(x.shape[2:], begin, end)]
+    node.check_elements(padded, "its padded input")
 
 
 def _pad_input(x, begin, end, value=0.0):
@@ -72,6 +76,7 @@ def _conv(node, x, weight, bias=None):
     dims = _spatial_rank(node, x, _CONV)
     kernel = list(node.attr("kernel_shape") or weight.shape[2:])
     strides, dilations, (begin, end) = _window(node, x, kernel)
+    _check_padded(node, x, begin, end)
     if begin != end:
         x, begin = _pad_input(x, begin, end), [0] * dims
     return _CONV[dims](x, weight, bias, stride=strides, padding=begin, dilation=dilations,
@@ -101,6 +106,9 @@ def _conv_transpose(node, x, weight, bias=None):
         begin, end = pads[:dims], pads[dims:]
     fn = _CONV_TRANSPOSE[dims]
     groups = node.attr("group", 1)
+    full_shape = [s * (size - 1) + e + (k - 1) * d + 1
+                  for size, k, s, d, e in zip(x.shape[2:], kernel, strides, dilations, extra)]
+    node.check_elements([x.shape[0], weight.shape[1] * groups] + full_shape, "its unpadded output")
     if begin == end:
         return fn(x, weight, bias, stride=strides, padding=begin, output_padding=extra, groups=groups,
                   dilation=dilations)
@@ -115,13 +123,24 @@ def _ceil_mode(node) -> bool:
     return bool(node.attr("ceil_mode", 0)) and not node.attr("auto_pad", "NOTSET").startswith("SAME")
 
 
+@checked_at_load("Conv", "ConvTranspose", "MaxPool", "AveragePool")
+def _check_window(node):
+    kernel = node.attr("kernel_shape")
+    if kernel is not None and len(kernel) not in (1, 2):
+        raise node.unsupported(f"a {len(kernel)}-D kernel_shape {list(kernel)}; only 1-D and 2-D windows are")
+    if node.op_type == "MaxPool" and node.wants_output(1):
+        raise node.unsupported("the Indices output")
+    dilations = list(node.attr("dilations") or [])
+    if node.op_type == "AveragePool" and any(d != 1 for d in dilations):
+        raise node.unsupported(f"dilations {dilations}")
+
+
 @handles("MaxPool")
 def _max_pool(node, x):
     dims = _spatial_rank(node, x, _MAX_POOL)
-    if node.wants_output(1):
-        raise node.unsupported("the Indices output")
     kernel = list(node.attr("kernel_shape"))
     strides, dilations, (begin, end) = _window(node, x, kernel)
+    _check_padded(node, x, begin, end)
     pool = _MAX_POOL[dims]
     if begin != end or any(2 * p > k for p, k in zip(begin, kernel)):
         return _pooled_padded(node, pool, x, begin, end, strides, value=-math.inf, kernel_size=kernel,
@@ -134,8 +153,7 @@ def _average_pool(node, x):
     dims = _spatial_rank(node, x, _AVG_POOL)
     kernel = list(node.attr("kernel_shape"))
     strides, dilations, (begin, end) = _window(node, x, kernel)
-    if any(d != 1 for d in dilations):
-        raise node.unsupported(f"dilations {dilations}")
+    _check_padded(node, x, begin, end)
     include_pad = bool(node.attr("count_include_pad", 0))
     pool = _AVG_POOL[dims]
     if begin == end and all(2 * p <= k for p, k in zip(begin, kernel)):
@@ -158,10 +176,16 @@ def _global_pool(node, x):
     return ember.amax(x, dim=axes, keepdim=True)
 
 
+@checked_at_load("BatchNormalization", "LayerNormalization")
+def _check_normalization(node):
+    if node.op_type == "BatchNormalization" and (node.attr("training_mode", 0) or node.wants_output(1)):
+        raise node.unsupported("training mode (batch statistics, running-statistics outputs)")
+    if node.op_type == "LayerNormalization" and (node.wants_output(1) or node.wants_output(2)):
+        raise node.unsupported("the Mean and InvStdDev outputs")
+
+
 @handles("BatchNormalization")
 def _batch_norm(node, x, scale, bias, mean, var):
-    if node.attr("training_mode", 0) or node.wants_output(1):
-        raise node.unsupported("training mode (batch statistics, running-statistics outputs)")
     return F.batch_norm(x, mean, var, scale, bias, training=False, eps=node.attr("epsilon", 1e-5))
 
 
@@ -172,8 +196,6 @@ def _instance_norm(node, x, scale, bias):
 
 @handles("LayerNormalization")
 def _layer_norm(node, x, scale, bias=None):
-    if node.wants_output(1) or node.wants_output(2):
-        raise node.unsupported("the Mean and InvStdDev outputs")
     shape = list(x.shape[normalize_axis(node.attr("axis", -1), x.ndim):])
     eps = node.attr("epsilon", 1e-5)
     if list(scale.shape) == shape and (bias is None or list(bias.shape) == shape):
@@ -189,6 +211,7 @@ _SOURCE = {
     "align_corners": lambda o, scale, n_in, n_out: o * np.float32((n_in - 1) / (n_out - 1)) if n_out > 1 else 0 * o,
     "asymmetric": lambda o, scale, n_in, n_out: o / scale,
 }
+_LINEAR_TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "align_corners")
 _ROUND = {"round_prefer_floor": lambda c: np.ceil(c - 0.5), "round_prefer_ceil": lambda c: np.floor(c + 0.5),
           "floor": np.floor, "ceil": np.ceil}
 
@@ -204,38 +227,54 @@ def _resize_nearest(x, request, by_size, source, rounding):
     return x
 
 
-@handles("Resize", "Upsample")
-def _resize(node, x, roi=None, scales=None, sizes=None):
-    mode = node.attr("mode", "nearest")
-    transform = node.attr("coordinate_transformation_mode", "half_pixel")
-    nearest_mode = node.attr("nearest_mode", "round_prefer_floor")
-    if node.op_type == "Upsample" or node.opset < 11:  # Resize(X, scales) of opset 10 and Upsample: asymmetric
-        roi, scales, transform, nearest_mode = None, roi, "asymmetric", "floor"
+def _resize_modes(node):
+    """``(mode, coordinate transformation, nearest rounding)``: Resize(X, scales) of opset 10 and Upsample
+    are asymmetric with floor rounding."""
+    if node.op_type == "Upsample" or node.opset < 11:
+        return node.attr("mode", "nearest"), "asymmetric", "floor"
+    return (node.attr("mode", "nearest"), node.attr("coordinate_transformation_mode", "half_pixel"),
+            node.attr("nearest_mode", "round_prefer_floor"))
+
+
+@checked_at_load("Resize", "Upsample")
+def _check_resize(node):
+    mode, transform, nearest_mode = _resize_modes(node)
     for name, default in (("antialias", 0), ("exclude_outside", 0), ("keep_aspect_ratio_policy", "stretch")):
         if node.attr(name, default) != default:
             raise node.unsupported(f"{name}={node.attr(name)!r}")
     if mode == "nearest" and (transform not in _SOURCE or nearest_mode not in _ROUND):
         raise node.unsupported(f"nearest resize with coordinate_transformation_mode '{transform}' and "
                                f"nearest_mode '{nearest_mode}'")
-    if mode == "nearest":
-        kwargs = {}
-    elif mode == "linear" and transform in ("half_pixel", "pytorch_half_pixel", "align_corners"):
-        kwargs = {"mode": {3: "linear", 4: "bilinear"}.get(x.ndim), "align_corners": transform == "align_corners"}
-        if kwargs["mode"] is None:
-            raise node.unsupported(f"linear resize of a {x.ndim}-D input")
-    else:
+    if mode != "nearest" and (mode != "linear" or transform not in _LINEAR_TRANSFORMS):
         raise node.unsupported(f"mode '{mode}' with coordinate_transformation_mode '{transform}'")
     if node.attr("axes") is not None:
         raise node.unsupported("the axes attribute")
+
+
+@handles("Resize", "Upsample")
+def _resize(node, x, roi=None, scales=None, sizes=None):
+    mode, transform, nearest_mode = _resize_modes(node)  # checked at load
+    if node.op_type == "Upsample" or node.opset < 11:  # the second input is the scales
+        roi, scales = None, roi
+    kwargs = {}
+    if mode == "linear":
+        kwargs = {"mode": {3: "linear", 4: "bilinear"}.get(x.ndim), "align_corners": transform == "align_corners"}
+        if kwargs["mode"] is None:
+            raise node.unsupported(f"linear resize of a {x.ndim}-D input")
     by_size = sizes is not None and sizes.numel()
     request = ints(sizes) if by_size else [float(s) for s in scales.tolist()]
     if request[:2] != ([x.shape[0], x.shape[1]] if by_size else [1.0, 1.0]):
         raise node.unsupported(f"resizing the batch or channel axis ({'sizes' if by_size else 'scales'} {request})")
     request = request[2:]
+    if not by_size and any(not math.isfinite(r) or r <= 0 for r in request):
+        raise node.invalid(f"its scales {request} must be finite and positive")
+    lengths = request if by_size else [math.floor(n * f) for n, f in zip(x.shape[2:], request)]
+    if any(n < 0 for n in lengths):
+        raise node.invalid(f"its sizes {request} include a negative size")
+    node.check_elements(list(x.shape[:2]) + lengths)
     if mode == "nearest":
         return _resize_nearest(x, request, by_size, _SOURCE[transform], _ROUND[nearest_mode])
     if transform == "pytorch_half_pixel":  # an axis resized to length 1 samples its first element
-        lengths = request if by_size else [math.floor(n * f) for n, f in zip(x.shape[2:], request)]
         ones = [i for i, n in enumerate(lengths) if n == 1]
         if ones:
             x = x[(slice(None), slice(None)) + tuple(slice(0, 1) if i in ones else slice(None)

@@ -5,6 +5,8 @@ for an absent optional input); it returns a tensor or a tuple of tensors,
 one per output the node may have. ``node`` gives the attributes, the opset
 and errors that name the node. A handler registered with ``scoped=True``
 (an op with a subgraph) also gets ``scope=``, the values visible at the node.
+A check registered with :func:`checked_at_load` is ``fn(node)``: it raises,
+when the model is loaded, for what the node's attributes alone show unsupported.
 """
 from __future__ import annotations
 
@@ -13,11 +15,14 @@ from collections import ChainMap
 import numpy as np
 
 import ember
-from onnx import AttributeProto, helper, numpy_helper
+from onnx import AttributeProto, helper
 
+from ._import_limits import ImportLimits
+from ._import_tensors import tensor_array
 from .errors import OnnxImportError, UnsupportedImportError
 
 HANDLERS = {}
+LOAD_CHECKS: dict = {}
 
 
 def handles(*op_types, scoped=False):
@@ -30,11 +35,37 @@ def handles(*op_types, scoped=False):
     return register
 
 
-def attribute_value(attribute):
+def checked_at_load(*op_types):
+    """Register the decorated ``fn(node)`` to run when a node of ``op_types`` is loaded."""
+    def register(fn):
+        for op_type in op_types:
+            LOAD_CHECKS.setdefault(op_type, []).append(fn)
+        return fn
+    return register
+
+
+def node_label(proto) -> str:
+    """How errors name a node: ``Gemm node 'fc'`` or ``Gemm node (unnamed)``."""
+    return f"{proto.op_type} node '{proto.name}'" if proto.name else f"{proto.op_type} node (unnamed)"
+
+
+def handler_for(proto):
+    """The handler of a node's op; :class:`UnsupportedImportError` for other domains and unknown ops."""
+    if proto.domain not in ("", "ai.onnx"):
+        raise UnsupportedImportError(f"{node_label(proto)}: ember.onnx.load supports only the default ONNX domain, "
+                                     f"not '{proto.domain}'")
+    handler = HANDLERS.get(proto.op_type)
+    if handler is None:
+        raise UnsupportedImportError(f"{node_label(proto)}: ember.onnx.load does not support the ONNX op "
+                                     f"'{proto.op_type}'")
+    return handler
+
+
+def attribute_value(attribute, limits: ImportLimits, where: str):
     """An attribute's Python value; tensors become NumPy arrays."""
     value = helper.get_attribute_value(attribute)
     if attribute.type == AttributeProto.TENSOR:
-        return numpy_helper.to_array(value)
+        return tensor_array(value, limits.base_dir, f"{where}: its attribute {attribute.name}")
     if isinstance(value, bytes):
         return value.decode()
     if isinstance(value, list) and value and isinstance(value[0], bytes):
@@ -45,32 +76,29 @@ def attribute_value(attribute):
 class ImportNode:
     """An ONNX node: op type, name, input/output names, attributes, the opset it runs under, its handler."""
 
-    __slots__ = ("op_type", "name", "inputs", "outputs", "attrs", "opset", "handler")
+    __slots__ = ("op_type", "name", "inputs", "outputs", "attrs", "opset", "handler", "limits")
 
-    def __init__(self, proto, opset: int):
+    def __init__(self, proto, opset: int, limits: ImportLimits):
         self.op_type = proto.op_type
         self.name = proto.name
         self.inputs = list(proto.input)
         self.outputs = list(proto.output)
         self.opset = opset
-        if proto.domain not in ("", "ai.onnx"):
-            raise UnsupportedImportError(f"{self}: ember.onnx.load supports only the default ONNX domain, "
-                                         f"not '{proto.domain}'")
-        self.handler = HANDLERS.get(self.op_type)
-        if self.handler is None:
-            raise UnsupportedImportError(f"{self}: ember.onnx.load does not support the ONNX op "
-                                         f"'{self.op_type}'")
+        self.limits = limits
+        self.handler = handler_for(proto)
         self.attrs = {}
         for attribute in proto.attribute:
             if attribute.type == AttributeProto.GRAPHS:
                 raise self.unsupported(f"the graph-list attribute {attribute.name}")
             if attribute.type == AttributeProto.GRAPH:  # compiled now, so its unsupported ops fail at load time
-                self.attrs[attribute.name] = Subgraph(attribute.g, opset)
+                self.attrs[attribute.name] = Subgraph(attribute.g, opset, limits)
             else:
-                self.attrs[attribute.name] = attribute_value(attribute)
+                self.attrs[attribute.name] = attribute_value(attribute, limits, str(self))
+        for check in LOAD_CHECKS.get(self.op_type, ()):
+            check(self)
 
     def __str__(self):
-        return f"{self.op_type} node '{self.name}'" if self.name else f"{self.op_type} node (unnamed)"
+        return node_label(self)
 
     def attr(self, key, default=None):
         return self.attrs.get(key, default)
@@ -85,17 +113,21 @@ class ImportNode:
     def invalid(self, what: str) -> OnnxImportError:
         return OnnxImportError(f"{self}: {what}")
 
+    def check_elements(self, shape, what: str = "its output") -> None:
+        """Refuse, before allocating, a tensor of ``shape`` past the load's ``max_elements``."""
+        self.limits.check_elements(self, shape, what)
+
     def run(self, inputs, scope):
         result = self.handler(self, *inputs, scope=scope) if self.handler.scoped else self.handler(self, *inputs)
         return result if isinstance(result, (tuple, list)) else (result,)
 
 
-def constant_value(proto):
+def constant_value(proto, limits: ImportLimits):
     """The NumPy value of a Constant node."""
     (attribute,) = proto.attribute
     value = helper.get_attribute_value(attribute)
     if attribute.name == "value":
-        return numpy_helper.to_array(value)
+        return tensor_array(value, limits.base_dir, f"{node_label(proto)}: its attribute value")
     if attribute.name in ("value_float", "value_floats"):
         return np.array(value, dtype=np.float32)
     if attribute.name in ("value_int", "value_ints"):
@@ -104,14 +136,20 @@ def constant_value(proto):
                                  "supported by ember.onnx.load")
 
 
-def compile_nodes(graph, opset):
+def compile_nodes(graph, opset, limits: ImportLimits):
     """A graph's Constant values (name -> array) and its other nodes as :class:`ImportNode` s."""
     constants, nodes = {}, []
     for proto in graph.node:
-        if proto.op_type == "Constant" and proto.domain in ("", "ai.onnx"):
-            constants[proto.output[0]] = constant_value(proto)
-        else:
-            nodes.append(ImportNode(proto, opset))
+        try:
+            if proto.op_type == "Constant" and proto.domain in ("", "ai.onnx"):
+                constants[proto.output[0]] = constant_value(proto, limits)
+            else:
+                nodes.append(ImportNode(proto, opset, limits))
+        except OnnxImportError:
+            raise
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError, OverflowError) as error:
+            # what the validation pass missed still names the node, as an OnnxImportError
+            raise OnnxImportError(f"{node_label(proto)}: {type(error).__name__}: {error}") from error
     return constants, nodes
 
 
@@ -138,11 +176,13 @@ def run_nodes(nodes, env):
 class Subgraph:
     """A node's subgraph (Scan's body): it sees the enclosing graph's values; its initializers are constants."""
 
-    def __init__(self, graph, opset):
+    def __init__(self, graph, opset, limits: ImportLimits):
         self.input_names = [v.name for v in graph.input]
         self.output_names = [v.name for v in graph.output]
-        self.constants, self.nodes = compile_nodes(graph, opset)
-        self.constants.update({t.name: numpy_helper.to_array(t) for t in graph.initializer})
+        self.limits = limits
+        self.constants, self.nodes = compile_nodes(graph, opset, limits)
+        self.constants.update({t.name: tensor_array(t, limits.base_dir, f"initializer '{t.name}' of subgraph "
+                                                    f"'{graph.name}'") for t in graph.initializer})
 
     def __call__(self, scope, inputs, device):
         env = ChainMap({name: from_numpy(a, device) for name, a in self.constants.items()}, scope)

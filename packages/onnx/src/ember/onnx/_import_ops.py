@@ -222,7 +222,12 @@ def _split(node, x, split=None):
 
 @handles("Expand")
 def _expand(node, x, shape):
-    return x.expand(*np.broadcast_shapes(tuple(x.shape), tuple(ints(shape))))
+    try:
+        out = np.broadcast_shapes(tuple(x.shape), tuple(ints(shape)))
+    except ValueError:
+        raise node.invalid(f"its input of shape {list(x.shape)} does not broadcast to {ints(shape)}") from None
+    node.check_elements(out)
+    return x.expand(*out)
 
 
 def _slice_positions(start: int, end: int, step: int, size: int) -> range:
@@ -276,6 +281,7 @@ def _gather_elements(node, data, indices):
 @handles("OneHot")
 def _one_hot(node, indices, depth, values):
     depth = int(depth.item())
+    node.check_elements(list(indices.shape) + [depth])
     axis = normalize_axis(node.attr("axis", -1), indices.ndim + 1)
     indices = indices.to(ember.int64)
     indices = ember.where(indices < 0, indices + depth, indices).unsqueeze(axis)
@@ -285,7 +291,11 @@ def _one_hot(node, indices, depth, values):
 
 @handles("Tile")
 def _tile(node, x, repeats):
-    return ember.tile(x, ints(repeats))
+    repeats = ints(repeats)
+    if len(repeats) != x.ndim or any(r < 0 for r in repeats):
+        raise node.invalid(f"its repeats {repeats} must be {x.ndim} non-negative counts, one per input axis")
+    node.check_elements([d * r for d, r in zip(x.shape, repeats)])
+    return ember.tile(x, repeats)
 
 
 @handles("Trilu")
@@ -319,7 +329,13 @@ def _cast(node, x):
 def _constant_of_shape(node, shape):
     value = node.attr("value")
     value = np.zeros(1, np.float32) if value is None else np.asarray(value).reshape(-1)
-    return ember.full(ints(shape), value[0].item(), dtype=from_numpy(value).dtype, device=shape.device)
+    if value.size != 1:
+        raise node.invalid(f"its value attribute has {value.size} elements, 1 expected")
+    size = ints(shape)
+    if any(d < 0 for d in size):
+        raise node.invalid(f"its shape {size} has a negative size")
+    node.check_elements(size)
+    return ember.full(size, value[0].item(), dtype=from_numpy(value).dtype, device=shape.device)
 
 
 # -- reductions ----------------------------------------------------------------------------------------------
@@ -365,7 +381,10 @@ def _pad(node, x, pads=None, constant_value=None, axes=None):
     if mode not in _PAD_MODES:
         raise node.unsupported(f"mode '{mode}'")
     axes = list(range(x.ndim)) if axes is None else [normalize_axis(a, x.ndim) for a in ints(axes)]
+    if len(pads) != 2 * len(axes):
+        raise node.invalid(f"its pads {pads} must hold 2 values per padded axis ({len(axes)})")
     begin, end = dict(zip(axes, pads[:len(axes)])), dict(zip(axes, pads[len(axes):]))
+    node.check_elements([d + begin.get(a, 0) + end.get(a, 0) for a, d in enumerate(x.shape)])
     first = min((a for a in axes if begin[a] or end[a]), default=x.ndim)
     # F.pad lists (begin, end) pairs from the last axis backwards; axes before the first padded one are left out
     flat = [p for a in range(x.ndim - 1, first - 1, -1) for p in (begin.get(a, 0), end.get(a, 0))]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ember
 
 from ..ops.recurrent import gru_layer, lstm_layer, rnn_layer
-from ._import_node import handles, ints
+from ._import_node import checked_at_load, handles, ints
 
 _LSTM_ORDER = (0, 2, 3, 1)  # ONNX i, o, f, c -> i, f, c(g), o
 _GRU_ORDER = (1, 0, 2)      # ONNX z, r, h -> r, z, n
@@ -24,16 +24,27 @@ def _reorder(t, order, hidden):
     return ember.cat([blocks[i] for i in order], dim=0)
 
 
-def _check(node, x, sequence_lens, default_activations, allowed_activations=()):
-    """Directions (reverse flags) and the input as ``[L, N, in]``; rejects what is not supported."""
-    directions = _DIRECTIONS.get(node.attr("direction", "forward"))
-    if directions is None:
-        raise node.unsupported(f"direction '{node.attr('direction')}'")
+# the activations each op supports (the default first), per direction
+_ACTIVATIONS = {"RNN": (["tanh"], ["relu"]), "LSTM": (["sigmoid", "tanh", "tanh"],), "GRU": (["sigmoid", "tanh"],)}
+
+
+@checked_at_load("RNN", "LSTM", "GRU")
+def _check_recurrent(node):
+    directions = _DIRECTIONS[node.attr("direction", "forward")]  # the load refuses other directions
     activations = [a.lower() for a in node.attr("activations") or []]
-    if activations and activations not in [a * len(directions) for a in [default_activations, *allowed_activations]]:
+    if activations and activations not in [a * len(directions) for a in _ACTIVATIONS[node.op_type]]:
         raise node.unsupported(f"activations {node.attr('activations')}")
     if node.attr("clip") is not None:
         raise node.unsupported("clip")
+    if node.op_type == "LSTM" and len(node.inputs) > 7 and node.inputs[7]:
+        raise node.unsupported("peepholes (input P)")
+    if node.op_type == "LSTM" and node.attr("input_forget", 0):
+        raise node.unsupported("input_forget=1")
+
+
+def _check(node, x, sequence_lens):
+    """Directions (reverse flags) and the input as ``[L, N, in]``; rejects sequence_lens shorter than ``x``."""
+    directions = _DIRECTIONS[node.attr("direction", "forward")]
     if node.attr("layout", 0):
         x = x.transpose(0, 1)
     if sequence_lens is not None and any(n != x.shape[0] for n in ints(sequence_lens)):
@@ -58,7 +69,7 @@ def _outputs(node, ys, finals):
 
 @handles("RNN")
 def _rnn(node, x, w, r, b=None, sequence_lens=None, initial_h=None):
-    directions, x = _check(node, x, sequence_lens, ["tanh"], [["relu"]])
+    directions, x = _check(node, x, sequence_lens)
     nonlinearity = (node.attr("activations") or ["tanh"])[0].lower()
     hidden = r.shape[-1]
     ys, hs = [], []
@@ -74,11 +85,7 @@ def _rnn(node, x, w, r, b=None, sequence_lens=None, initial_h=None):
 
 @handles("LSTM")
 def _lstm(node, x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, peepholes=None):
-    if peepholes is not None:
-        raise node.unsupported("peepholes (input P)")
-    if node.attr("input_forget", 0):
-        raise node.unsupported("input_forget=1")
-    directions, x = _check(node, x, sequence_lens, ["sigmoid", "tanh", "tanh"])
+    directions, x = _check(node, x, sequence_lens)  # peepholes: refused at load
     hidden = r.shape[-1]
     ys, hs, cs = [], [], []
     for d, reverse in enumerate(directions):
@@ -110,7 +117,7 @@ def _gru_reset_before_linear(proj, r, rb, h, reverse):
 
 @handles("GRU")
 def _gru(node, x, w, r, b=None, sequence_lens=None, initial_h=None):
-    directions, x = _check(node, x, sequence_lens, ["sigmoid", "tanh"])
+    directions, x = _check(node, x, sequence_lens)
     hidden = r.shape[-1]
     ys, hs = [], []
     for d, reverse in enumerate(directions):

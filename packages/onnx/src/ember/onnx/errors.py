@@ -11,8 +11,9 @@ class VerificationError(EmberError, AssertionError):
 
 
 class OnnxImportError(EmberError, ValueError):
-    """An ONNX model could not be imported: malformed graph, wrong inputs at call time."""
+    """An ONNX model could not be imported (malformed graph, unsafe external data, sizes past the limits), or an
+    imported one was called with inputs that make it exceed its limits."""
 
 
-class UnsupportedImportError(EmberError, NotImplementedError):
+class UnsupportedImportError(OnnxImportError, NotImplementedError):
     """An ONNX model uses an op, an attribute value or an op domain that ``ember.onnx.load`` does not support."""
