@@ -34,7 +34,8 @@ def _is_int(value) -> bool:
 def check_header(records: list, journal_path: str) -> dict:
     """The first record, checked to be an ember-tune experiment header with well-typed settings."""
     header = records[0] if records else None
-    if not isinstance(header, dict) or header.get("e") != "experiment" or header.get("version") not in VERSIONS:
+    if not isinstance(header, dict) or header.get("e") != "experiment" \
+            or not _is_int(header.get("version")) or header["version"] not in VERSIONS:
         _fail(journal_path, 1, "not the journal of an ember-tune experiment (its first record is not an "
                                f"'experiment' record of version {' or '.join(map(str, VERSIONS))})")
     expected = {"metric": (str, "a str"), "mode": (str, "'min' or 'max'"), "num_samples": (int, "an int"),
@@ -49,7 +50,7 @@ def check_header(records: list, journal_path: str) -> dict:
     tuner = header.get("tuner", {})
     for key, ok, words in (
             ("max_concurrent_trials", lambda v: v is None or _is_int(v) and v >= 1, "an int >= 1 or null"),
-            ("verbose", _is_int, "an int"),
+            ("verbose", lambda v: isinstance(v, int), "an int"),
             ("progress_interval", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0,
              "seconds >= 0"),
             ("trainable", lambda v: isinstance(v, str), "a str")):
@@ -68,7 +69,7 @@ def check_record(record, trials: dict, journal_path: str, line: int):
     if kind not in ("ask", "report", "tell"):
         _fail(journal_path, line, f"unknown record kind {kind!r}")
     if "t" not in record:
-        _fail(journal_path, line, f"an {kind!r} record needs a trial id 't'")
+        _fail(journal_path, line, f"a {kind!r} record needs a trial id 't'")
     trial_id = record["t"]
     if kind == "ask":
         if trial_id is not None and not isinstance(trial_id, str):
@@ -92,6 +93,9 @@ def check_record(record, trials: dict, journal_path: str, line: int):
     if not _is_int(iteration) or iteration <= trial.run_iteration:
         _fail(journal_path, line, f"training_iteration must be an int above {trial.run_iteration} (the iteration "
                                   f"trial {trial_id} reached), got {iteration!r}")
+    total = metrics.get("time_total_s", 0.0)  # where a resumed run's clock continues from
+    if isinstance(total, bool) or not isinstance(total, (int, float)):
+        _fail(journal_path, line, f"time_total_s must be a number, got {total!r}")
     return trial
 
 
