@@ -162,6 +162,12 @@ def test_a_different_trainable_is_refused_and_the_journal_left_as_it_was(tmp_pat
     tuner = tune.Tuner.restore(exp.path, print)
     assert tuner.run_config.verbose == 0
     tuner._experiment.close()
+    # an ask/tell experiment: the trainable of the first Tuner.restore is the one recorded
+    exp = tune.Experiment(SPACE, "loss", "min", num_samples=2, seed=0, storage_path=str(tmp_path), name="a")
+    exp.close()
+    tune.Tuner.restore(exp.path, print)._experiment.close()
+    with pytest.raises(ValueError, match=r"ran the trainable 'builtins.print', not 'builtins.repr'"):
+        tune.Tuner.restore(exp.path, repr)
 
 
 @pytest.mark.parametrize("content", [b'{"a": 1}\n{"b": 2', b'{"e": "ask", "t": "00000"}\n{"e": "tel',

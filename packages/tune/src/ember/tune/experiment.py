@@ -221,7 +221,7 @@ class Experiment:
         self.closed = True
 
     @classmethod
-    def restore(cls, path: str, **given) -> Experiment:
+    def restore(cls, path: str, *, _note: dict | None = None, **given) -> Experiment:
         """Continue the experiment stored at ``path`` (the folder holding ``journal.jsonl``).
 
         The param space, searcher, scheduler, stop criteria and checkpoint config are rebuilt from the JSON
@@ -265,7 +265,7 @@ class Experiment:
             self.path = path
             for i, record in enumerate(records[1:], start=2):
                 self._replay(record, i, journal_path, given)
-            record = {"e": "restore", "time": time.time()}
+            record = {"e": "restore", **(_note or {}), "time": time.time()}  # (_note: what the Tuner adds)
             if "stop" in given:
                 self.stop = _checked_stop(given["stop"], "Experiment.restore")
                 record["stop"] = value_spec(self.stop, "stop")
@@ -535,4 +535,3 @@ def _store_result(results: list, result: dict) -> None:
                 results[i] = result
                 return
     results.append(result)
-

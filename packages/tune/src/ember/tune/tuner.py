@@ -105,10 +105,13 @@ class Tuner:
                             f"{type(trainable).__name__}")
         path = os.path.expanduser(path)
         journal_path = os.path.join(path, JOURNAL)
-        header = journal_checks.check_header(Journal.read(journal_path), journal_path)  # changes nothing
-        settings = header.get("tuner")
-        if settings is None:  # an experiment driven by ask/tell so far
-            settings = {**_ASK_TELL_DEFAULTS, "executor": component_spec("executor", None)}
+        records = Journal.read(journal_path)  # changes nothing
+        settings = journal_checks.check_header(records, journal_path).get("tuner")
+        if settings is None:  # an experiment begun with ask/tell: the trainable of its first Tuner.restore
+            settings = {**_ASK_TELL_DEFAULTS, "executor": component_spec("executor", None),
+                        "trainable": next((r["trainable"] for r in records if isinstance(r, dict)
+                                           and r.get("e") == "restore" and isinstance(r.get("trainable"), str)),
+                                          None)}
         recorded = settings.get("trainable")
         if recorded is not None and recorded != qualified_name(trainable):
             raise ValueError(f"Tuner.restore: the experiment at {path!r} ran the trainable {recorded!r}, not "
@@ -118,7 +121,7 @@ class Tuner:
         executor = build("executor", settings.get("executor"), given, f"{journal_path}: line 1")
         given = {key: value for key, value in (("param_space", param_space), ("search_alg", search_alg),
                                                ("scheduler", scheduler), ("stop", stop)) if value is not NOT_GIVEN}
-        experiment = Experiment.restore(path, **given)
+        experiment = Experiment.restore(path, _note={"trainable": qualified_name(trainable)}, **given)
         self = cls.__new__(cls)
         self.trainable, self.param_space = trainable, experiment.space
         self.tune_config = TuneConfig(metric=experiment.metric, mode=experiment.mode,
