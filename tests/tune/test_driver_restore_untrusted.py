@@ -145,6 +145,11 @@ def test_a_checkpoint_outside_the_folder_is_never_read_or_deleted(tmp_path, wher
     with pytest.raises(JournalError, match=r"journal.jsonl: line 3: checkpoint .* (is not|leads out)"):
         tune.Experiment.restore(exp.path)
     assert all(v.read_text() == "precious" for v in victims)
+    if where == "symlink":  # with no checkpoint recorded, the linked folder is refused all the same
+        write_journal(exp.path, [{k: v for k, v in r.items() if k != "c"} for r in records])
+        with pytest.raises(ValueError, match="trial_00000 leads out of the experiment's folder"):
+            tune.Experiment.restore(exp.path)
+        assert all(v.read_text() == "precious" for v in victims)
 
 
 def test_a_different_trainable_is_refused_and_the_journal_left_as_it_was(tmp_path):

@@ -265,6 +265,7 @@ class Experiment:
             self.path = path
             for i, record in enumerate(records[1:], start=2):
                 self._replay(record, i, journal_path, given)
+            journal_checks.check_trial_dirs(self._trials.values(), path)
             record = {"e": "restore", **(_note or {}), "time": time.time()}  # (_note: what the Tuner adds)
             if "stop" in given:
                 self.stop = _checked_stop(given["stop"], "Experiment.restore")

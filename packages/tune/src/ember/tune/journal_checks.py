@@ -115,3 +115,14 @@ def checkpoint_file(recorded, trial, iteration: int, experiment_dir: str, journa
         _fail(journal_path, line, f"checkpoint {recorded!r} of trial {trial.trial_id} leads out of the "
                                   f"experiment's folder through a symbolic link (to {os.path.realpath(expected)!r})")
     return expected
+
+
+def check_trial_dirs(trials, experiment_dir: str) -> None:
+    """Trial folders that lead out of the experiment's folder (a planted symbolic link) are refused before a
+    resumed trial writes or deletes checkpoints through them."""
+    folder = os.path.realpath(experiment_dir)
+    for trial in trials:
+        real = os.path.realpath(trial.trial_dir)
+        if os.path.commonpath([folder, real]) != folder:
+            raise ValueError(f"{trial.trial_dir} leads out of the experiment's folder (to {real!r}, through a "
+                             "symbolic link): restore refuses to write or delete checkpoints there")
