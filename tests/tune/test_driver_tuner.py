@@ -124,6 +124,9 @@ def test_best_k_checkpoints_stop_criteria_progress_and_restore_of_a_finished_run
     # the last progress table's title (plain text, or a rich table that may wrap it)
     assert "3 trials: 0 running, 0 paused, 0 pending, 3 terminated, 0 errored" in out and "best loss=" in out
     assert "experiment finished" in out
+    assert not [f for f in os.listdir(tmp_path / "keep") if f.endswith(".pkl")]  # restore reads the journal only
+    with pytest.raises(ValueError, match="ran the trainable '.*quadratic', not '.*flaky'"):
+        tune.Tuner.restore(os.path.join(str(tmp_path), "keep"), flaky)
     restored = tune.Tuner.restore(os.path.join(str(tmp_path), "keep"), quadratic)
     again = restored.fit()
     assert [(r.config, r.metrics["loss"]) for r in again] == [(r.config, r.metrics["loss"]) for r in grid]

@@ -23,22 +23,22 @@ from __future__ import annotations
 
 import collections
 import os
-import pickle
 import secrets
 import time
 
-from . import registry
+from . import journal_checks, registry
 from ._objective import check_mode, loss
 from .checkpoint import Checkpoint, CheckpointManager, write_checkpoint
-from .journal import Journal, normalized
+from .journal import Journal, JournalError, normalized
 from .results import ResultGrid
 from .schedulers.base import Decision
 from .searchers.base import FINISHED
+from .spec import build, checkpoint_config_spec, component_spec, space_spec, value_spec
 from .trial import Trial
 
 JOURNAL = "journal.jsonl"
-#: fresh (not yet set up) searcher, scheduler, space and stop criteria, pickled for restore
-COMPONENTS = "experiment.pkl"
+#: how every journal starts (the header record's first key): a file not starting so is not an experiment's
+HEADER_PREFIX = b'{"e":"experiment",'
 _RESTORABLE = ("param_space", "search_alg", "scheduler", "stop", "checkpoint_config")
 
 
@@ -52,11 +52,15 @@ class Experiment:
     ``name``: where the journal and trial folders go (None: kept in memory only). ``max_failures``: retries
     of a failing trial (-1: no limit). ``stop``: ``{key: threshold}`` or ``stop(trial_id, result) -> bool``.
     ``checkpoint_config``: an :class:`ember.tune.CheckpointConfig` (keep the best k checkpoints per trial).
+
+    The journal's first line is the experiment's specification as JSON (see :mod:`ember.tune.spec`), from
+    which :meth:`restore` rebuilds it. Creating an experiment whose folder already holds a journal is a
+    FileExistsError, also when two processes create it at the same moment: one of them gets it.
     """
 
     def __init__(self, param_space, metric: str, mode: str, search_alg=None, scheduler=None, num_samples: int = 1,
                  seed: int | None = None, storage_path: str | None = None, name: str | None = None,
-                 max_failures: int = 0, stop=None, checkpoint_config=None):
+                 max_failures: int = 0, stop=None, checkpoint_config=None, _tuner: dict | None = None):
         if seed is None:
             seed = secrets.randbits(31)
         given = dict(param_space=param_space, search_alg=search_alg, scheduler=scheduler, stop=stop,
@@ -69,16 +73,21 @@ class Experiment:
             self.path = None
             return
         self.path = os.path.join(os.path.expanduser(storage_path), name or time.strftime("tune_%Y%m%d_%H%M%S"))
-        journal_path = os.path.join(self.path, JOURNAL)
-        if os.path.exists(journal_path) and Journal.read(journal_path):  # (one killed before its first line: anew)
-            raise FileExistsError(f"an experiment already exists at {self.path!r}: continue it with "
-                                  "Experiment.restore(path) (or Tuner.restore), or choose another name")
+        header = {"e": "experiment", "version": 2, "metric": metric, "mode": mode, "num_samples": num_samples,
+                  "seed": seed, "max_failures": max_failures,
+                  "spec": {"param_space": space_spec(self.space),
+                           "search_alg": component_spec("searcher", self.searcher),
+                           "scheduler": component_spec("scheduler", self.scheduler),
+                           "stop": value_spec(stop, "stop"),
+                           "checkpoint_config": checkpoint_config_spec(checkpoint_config)},
+                  **({} if _tuner is None else {"tuner": _tuner}), "time": time.time()}
         os.makedirs(self.path, exist_ok=True)
-        save_components(os.path.join(self.path, COMPONENTS), given)
-        self._journal, _ = Journal.open(journal_path)
-        self._journal.append({"e": "experiment", "version": 1, "metric": metric, "mode": mode,
-                              "num_samples": num_samples, "seed": seed, "max_failures": max_failures,
-                              "stop": stop if isinstance(stop, dict) else None, "time": time.time()}, sync=True)
+        try:
+            self._journal = Journal.create(os.path.join(self.path, JOURNAL), HEADER_PREFIX)
+        except FileExistsError as e:
+            raise FileExistsError(f"an experiment already exists at {self.path!r} ({e}): continue it with "
+                                  "Experiment.restore(path) (or Tuner.restore), or choose another name") from None
+        self._journal.append(header, sync=True)
 
     def _configure(self, *, param_space, metric, mode, search_alg, scheduler, num_samples, seed, max_failures,
                    stop, checkpoint_config):
@@ -89,9 +98,7 @@ class Experiment:
         for what, value, low in (("num_samples", num_samples, 1), ("max_failures", max_failures, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or (value < low and value != -1):
                 raise ValueError(f"Experiment: {what} must be an int >= {low} or -1 (no limit), got {value!r}")
-        if stop is not None and not (isinstance(stop, dict) or callable(stop)):
-            raise TypeError("Experiment: stop must be a dict {reported key: threshold} or a callable "
-                            f"stop(trial_id, result) -> bool, got {type(stop).__name__}")
+        _checked_stop(stop, "Experiment")
         self.space = param_space if isinstance(param_space, SearchSpace) else SearchSpace(param_space)
         self.metric, self.mode, self.seed = metric, mode, seed
         self.num_samples, self.max_failures, self.stop = num_samples, max_failures, stop
@@ -214,39 +221,62 @@ class Experiment:
         self.closed = True
 
     @classmethod
-    def restore(cls, path: str, **given) -> Experiment:
+    def restore(cls, path: str, *, _note: dict | None = None, **given) -> Experiment:
         """Continue the experiment stored at ``path`` (the folder holding ``journal.jsonl``).
 
-        The param space, searcher, scheduler, stop criteria and checkpoint config are those saved when it
-        was created; pass ``param_space=``, ``search_alg=``, ``scheduler=``, ``stop=`` or
-        ``checkpoint_config=`` (fresh, identically built objects) for any that could not be saved (e.g. a
-        lambda). The journal is replayed into them, so the sequence of configurations continues exactly.
+        The param space, searcher, scheduler, stop criteria and checkpoint config are rebuilt from the JSON
+        specification in the journal's first line: no code is read from disk. What has no JSON form (a
+        ``sample_from`` function, a callable ``stop``, a searcher built with a function such as a custom
+        ``gamma``, an unregistered plugin) is taken from ``param_space=``, ``search_alg=``, ``scheduler=``,
+        ``stop=`` or ``checkpoint_config=`` (built as in the original run); restore says which is missing. An
+        argument passed wins over the recorded one, None included (``stop=None``: no stop criteria). The
+        journal is replayed into them, so the sequence of configurations continues exactly.
+
+        The journal is checked as untrusted input: a record that is not what the run writes (bad JSON, wrong
+        types, an unknown trial, a checkpoint outside the trial's folder) is a
+        :class:`~ember.tune.journal.JournalError` naming the file and line, and a folder that is not an
+        experiment is left unchanged.
         """
         unknown = set(given) - set(_RESTORABLE)
         if unknown:
             raise TypeError(f"Experiment.restore: unexpected arguments {sorted(unknown)}; expected {_RESTORABLE}")
         path = os.path.expanduser(path)
         journal_path = os.path.join(path, JOURNAL)
-        records = Journal.read(journal_path)  # a clear error when there is none
-        journal, records = Journal.open(journal_path)  # locked against a second runner; a torn line cut off
+        # locked against a second runner; a torn line is cut off only once the header is an experiment's
+        journal, records = Journal.open(journal_path,
+                                        check=lambda records: journal_checks.check_header(records, journal_path))
         try:
-            if not records or records[0].get("e") != "experiment":
-                raise ValueError(f"{path}: the journal does not start with an experiment record; is it an experiment?")
             header = records[0]
-            components = load_components(os.path.join(path, COMPONENTS), given, _RESTORABLE)
+            spec = header.get("spec", {})
+            if header["version"] == 1:  # its components were pickled beside the journal: never read
+                spec = {key: {"missing": "written by an ember-tune that pickled it; pickles are not read"}
+                        for key in _RESTORABLE}
+            # the stop criteria may change from one run to the next: the history replays with those in effect
+            # then (the header's, or those a later restore record names), the caller's apply from now on
+            history = {key: value for key, value in given.items() if key != "stop" or _missing(spec.get("stop"))}
+            components = {key: build(key, spec.get(key), history, f"{journal_path}: line 1") for key in _RESTORABLE}
             self = cls.__new__(cls)
-            self._configure(metric=header["metric"], mode=header["mode"], num_samples=header["num_samples"],
-                            seed=header["seed"], max_failures=header["max_failures"], **components)
+            try:
+                self._configure(metric=header["metric"], mode=header["mode"], num_samples=header["num_samples"],
+                                seed=header["seed"], max_failures=header["max_failures"], **components)
+            except (TypeError, ValueError) as e:
+                raise JournalError(f"{journal_path}: line 1: the experiment cannot be set up from its header "
+                                   f"({type(e).__name__}: {e})") from None
             self.path = path
             for i, record in enumerate(records[1:], start=2):
-                self._replay(record, i)
+                self._replay(record, i, journal_path, given)
+            journal_checks.check_trial_dirs(self._trials.values(), path)
+            record = {"e": "restore", **(_note or {}), "time": time.time()}  # (_note: what the Tuner adds)
+            if "stop" in given:
+                self.stop = _checked_stop(given["stop"], "Experiment.restore")
+                record["stop"] = value_spec(self.stop, "stop")
         except BaseException:
             journal.close()
             raise
         self._actions = {}
         self._journal = journal
         self._restart_interrupted()
-        self._journal.append({"e": "restore", "time": time.time()}, sync=True)
+        self._journal.append(record, sync=True)
         return self
 
     # ---------------------------------------------------------------- the state machine
@@ -372,27 +402,36 @@ class Experiment:
             self._queue.append(trial_id)
         self._running.clear()
 
-    def _replay(self, record: dict, line: int) -> None:
-        kind = record.get("e")
-        if kind == "ask":
-            trial = self._ask()
-            got = trial.trial_id if trial is not None else None
-            if got != record["t"] or ("c" in record and normalized(trial.config) != record["c"]):
-                raise RuntimeError(
-                    f"{self.path}: journal line {line}: the restored searcher/scheduler gave trial {got!r} "
-                    f"(config {trial.config if trial else None!r}) where the run gave {record['t']!r} "
-                    f"(config {record.get('c')!r}); restore needs components built as in the original run "
-                    "(same classes and arguments, deterministic given the seed)")
-        elif kind == "report":
-            checkpoint = record.get("c")
-            self._report(self._trials[record["t"]], record["m"],
-                         None if checkpoint is None else os.path.join(self.path, checkpoint))
-        elif kind == "tell":
-            self._tell(self._trials[record["t"]], record["err"])
-        elif kind == "restore":
-            self._restart_interrupted()
-        else:
-            raise RuntimeError(f"{self.path}: journal line {line} has an unknown record kind {kind!r}")
+    def _replay(self, record, line: int, journal_path: str, given: dict) -> None:
+        trial = journal_checks.check_record(record, self._trials, journal_path, line)
+        kind = record["e"]
+        try:
+            if kind == "ask":
+                trial = self._ask()
+                got = trial.trial_id if trial is not None else None
+                if got != record["t"] or ("c" in record and normalized(trial.config) != record["c"]):
+                    raise JournalError(
+                        f"{journal_path}: line {line}: the restored searcher/scheduler gave trial {got!r} (config "
+                        f"{trial.config if trial else None!r}) where the run gave {record['t']!r} (config "
+                        f"{record.get('c')!r}); restore needs components built as in the original run (same "
+                        "classes and arguments, deterministic given the seed)")
+            elif kind == "report":
+                checkpoint = record.get("c")
+                if checkpoint is not None:
+                    checkpoint = journal_checks.checkpoint_file(
+                        checkpoint, trial, record["m"]["training_iteration"], self.path, journal_path, line)
+                self._report(trial, record["m"], checkpoint)
+            elif kind == "tell":
+                self._tell(trial, record.get("err"))
+            else:  # "restore", maybe with the stop criteria of the run it began
+                if "stop" in record:
+                    entry = record["stop"]
+                    self.stop = build("stop", entry, given if _missing(entry) else {}, f"{journal_path}: line {line}")
+                self._restart_interrupted()
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+            # what the checks above cannot see: a value the searcher or scheduler refuses
+            raise JournalError(f"{journal_path}: line {line}: replaying this {kind!r} record failed "
+                               f"({type(e).__name__}: {e})") from e
 
     def _end(self, trial: Trial, status: str) -> None:
         """The trial ended for good: tell the searcher and scheduler; keep only its best checkpoints."""
@@ -476,6 +515,18 @@ class Experiment:
         return write_checkpoint(checkpoint, trial.trial_dir, iteration).path
 
 
+def _missing(entry) -> bool:
+    """Whether a specification entry says the value had no JSON form (so the caller passes it)."""
+    return isinstance(entry, dict) and "missing" in entry
+
+
+def _checked_stop(stop, owner: str):
+    if stop is not None and not (isinstance(stop, dict) or callable(stop)):
+        raise TypeError(f"{owner}: stop must be a dict {{reported key: threshold}} or a callable "
+                        f"stop(trial_id, result) -> bool, got {type(stop).__name__}")
+    return stop
+
+
 def _store_result(results: list, result: dict) -> None:
     """Append ``result``, or replace the result of the same iteration reported before a restart."""
     iteration = result["training_iteration"]
@@ -485,36 +536,3 @@ def _store_result(results: list, result: dict) -> None:
                 results[i] = result
                 return
     results.append(result)
-
-
-def save_components(path: str, given: dict) -> None:
-    """Pickle what restore needs and cannot read from the journal; what does not pickle is left out (restore
-    then asks for it by name)."""
-    saved, reasons = {}, {}
-    for key, value in given.items():
-        try:
-            saved[key] = pickle.dumps(value)
-        except Exception as e:  # a lambda, a local class, an open file, ...: restore asks for it
-            reasons[key] = f"{type(e).__name__}: {e}"
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        pickle.dump({"saved": saved, "unsaved": reasons}, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def load_components(path: str, given: dict, keys) -> dict:
-    """``keys`` from ``given`` where not None, else from what :func:`save_components` saved."""
-    with open(path, "rb") as f:
-        stored = pickle.load(f)
-    components = {}
-    for key in keys:
-        if given.get(key) is not None:
-            components[key] = given[key]
-        elif key in stored["saved"]:
-            components[key] = pickle.loads(stored["saved"][key])
-        else:
-            raise ValueError(f"the experiment's {key} could not be saved ({stored['unsaved'][key]}); "
-                             f"pass {key}= (built as in the original run) to restore it")
-    return components

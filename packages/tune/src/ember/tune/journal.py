@@ -66,19 +66,55 @@ class Journal:
         self._syncer = None
 
     @classmethod
-    def open(cls, path: str):
-        """Open ``path`` for appending (creating it if needed): returns ``(journal, records already there)``.
+    def open(cls, path: str, check=None):
+        """Open the journal at ``path`` for appending: returns ``(journal, records already there)``.
 
-        A torn last line is cut off first, so the next record starts on a line of its own. The file is locked
-        while open: a second process appending to the same journal is refused (a killed one holds no lock).
+        ``check(records)``, if given, vets the records first (raising if they are not what the caller
+        expects); only then is a torn last line cut off, so the next record starts on a line of its own: a
+        file that is not the expected journal is left as it was. The file is locked while open: a second
+        process appending to the same journal is refused (a killed one holds no lock). Without ``check`` a
+        missing file is created.
         """
+        if check is not None and not os.path.exists(path):
+            raise JournalError(f"no experiment journal at {path!r}: expected the journal.jsonl of an experiment")
         f = open(path, "a+b")
         _lock(f, path)
-        records, good_end = _parse(path)
-        if f.tell() != good_end:
+        try:
+            records, good_end = _parse(path)
+            if check is not None:
+                check(records)
+        except BaseException:
+            f.close()
+            raise
+        if f.seek(0, os.SEEK_END) != good_end:
             f.truncate(good_end)
             f.seek(good_end)
         return cls(f), records
+
+    @classmethod
+    def create(cls, path: str, first_line_prefix: bytes = b""):
+        """Create the journal of a new run at ``path``, exclusively: of several processes creating it at
+        once, one gets the journal and the others a :class:`FileExistsError`. A file left by a run killed
+        before its first line was whole (empty, or a start of ``first_line_prefix``) is taken over; any
+        other existing file is a FileExistsError and stays as it is."""
+        try:
+            f = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666),
+                          "a+b")
+        except FileExistsError:
+            f = open(path, "a+b")
+        try:
+            _lock(f, path, busy=FileExistsError(f"{path} is being created or run by another process"))
+            f.seek(0)
+            data = f.read()
+            if data and (b"\n" in data or not (first_line_prefix.startswith(data)
+                                               or data.startswith(first_line_prefix))):
+                raise FileExistsError(f"{path} already exists")
+        except BaseException:
+            f.close()
+            raise
+        f.truncate(0)
+        f.seek(0)
+        return cls(f)
 
     @staticmethod
     def read(path: str) -> list:
@@ -122,7 +158,9 @@ class Journal:
         self._f.close()
 
 
-def _lock(f, path: str) -> None:
+def _lock(f, path: str, busy: Exception | None = None) -> None:
+    """Lock ``f`` for this process; if another holds it, close ``f`` and raise ``busy`` (default: a
+    JournalError saying the experiment runs elsewhere)."""
     try:
         import fcntl
     except ImportError:  # not POSIX: no lock
@@ -131,8 +169,9 @@ def _lock(f, path: str) -> None:
         fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         f.close()
-        raise JournalError(f"{path} is in use: another process (or an Experiment not closed) is running this "
-                           "experiment; let it end, or stop it, before restoring") from None
+        raise busy or JournalError(
+            f"{path} is in use: another process (or an Experiment not closed) is running this experiment; let it "
+            "end, or stop it, before restoring") from None
 
 
 def _parse(path: str):

@@ -46,8 +46,8 @@ def get(kind: str, name: str):
 def resolve(kind: str, spec, **kwargs):
     """An instance from ``spec``: an instance is returned as is, a name is looked up and built with ``kwargs``."""
     if spec is None or isinstance(spec, str):
-        return get(kind, spec or _DEFAULTS[kind])(**kwargs)
+        return get(kind, spec or DEFAULTS[kind])(**kwargs)
     return spec
 
 
-_DEFAULTS = {"searcher": "random", "scheduler": "fifo", "executor": "local"}
+DEFAULTS = {"searcher": "random", "scheduler": "fifo", "executor": "local"}

@@ -18,14 +18,15 @@ from __future__ import annotations
 import functools
 import os
 
-from . import registry
+from . import journal_checks, registry
 from .config import FailureConfig, RunConfig, TuneConfig
 from .executors.base import TrialRun
-from .experiment import Experiment, load_components, save_components
+from .experiment import JOURNAL, Experiment
+from .journal import Journal
+from .spec import NOT_GIVEN, build, component_spec, qualified_name
 
-#: the Tuner's own settings, pickled next to the experiment's for :meth:`Tuner.restore`
-TUNER_STATE = "tuner.pkl"
-_TUNER_KEYS = ("executor", "max_concurrent_trials", "verbose", "progress_interval")
+#: the Tuner's settings when it continues an experiment begun with the ask/tell Experiment
+_ASK_TELL_DEFAULTS = {"max_concurrent_trials": None, "verbose": 1, "progress_interval": 5.0}
 _POLL_S = 0.2
 
 
@@ -80,35 +81,59 @@ class Tuner:
         self._experiment = None
 
     @classmethod
-    def restore(cls, path: str, trainable, *, param_space=None, search_alg=None, scheduler=None, stop=None,
-                executor=None) -> Tuner:
+    def restore(cls, path: str, trainable, *, param_space=NOT_GIVEN, search_alg=NOT_GIVEN, scheduler=NOT_GIVEN,
+                stop=NOT_GIVEN, executor=NOT_GIVEN) -> Tuner:
         """The Tuner of the experiment stored at ``path`` (``<storage_path>/<name>``), to continue with :meth:`fit`.
 
         Finished trials are kept; trials that were running restart from their latest checkpoint; the
-        searcher and scheduler continue where they were. Pass again whatever could not be saved with the
-        experiment (a lambda in ``param_space``, an unpicklable searcher, ...): restore says which. An
-        experiment begun with the ask/tell :class:`~ember.tune.Experiment` continues with the Tuner's defaults.
+        searcher and scheduler continue where they were. Everything is rebuilt from the JSON specification
+        in the journal's first line (no pickle is read; see :meth:`ember.tune.Experiment.restore`); pass
+        again what has no JSON form (a ``sample_from`` in ``param_space``, a callable ``stop``, a searcher
+        built with a function, an unregistered plugin, an executor built with a ``gpu_picker``): restore says
+        which. An argument passed replaces the recorded one, None included (``stop=None``). ``trainable``
+        must be the function the experiment ran (its ``module.qualname`` is recorded): another one is
+        refused, so that no experiment mixes results of two functions. An experiment begun with the
+        ask/tell :class:`~ember.tune.Experiment` continues with the Tuner's defaults.
+
+        >>> Tuner.restore("/nonexistent/experiment", print)
+        Traceback (most recent call last):
+        ...
+        ember.tune.journal.JournalError: no experiment journal at '/nonexistent/experiment/journal.jsonl': ...
         """
+        if not callable(trainable):
+            raise TypeError(f"Tuner.restore: trainable must be a function trainable(config), got "
+                            f"{type(trainable).__name__}")
         path = os.path.expanduser(path)
-        experiment = Experiment.restore(path, param_space=param_space, search_alg=search_alg,
-                                        scheduler=scheduler, stop=stop)
-        state_path = os.path.join(path, TUNER_STATE)
-        if os.path.exists(state_path):
-            state = load_components(state_path, {"executor": executor}, _TUNER_KEYS)
-        else:  # an experiment driven by ask/tell so far: the Tuner's defaults
-            state = {"executor": executor or "local", "max_concurrent_trials": None, "verbose": 1,
-                     "progress_interval": 5.0}
+        journal_path = os.path.join(path, JOURNAL)
+        records = Journal.read(journal_path)  # changes nothing
+        settings = journal_checks.check_header(records, journal_path).get("tuner")
+        if settings is None:  # an experiment begun with ask/tell: the trainable of its first Tuner.restore
+            settings = {**_ASK_TELL_DEFAULTS, "executor": component_spec("executor", None),
+                        "trainable": next((r["trainable"] for r in records if isinstance(r, dict)
+                                           and r.get("e") == "restore" and isinstance(r.get("trainable"), str)),
+                                          None)}
+        recorded = settings.get("trainable")
+        if recorded is not None and recorded != qualified_name(trainable):
+            raise ValueError(f"Tuner.restore: the experiment at {path!r} ran the trainable {recorded!r}, not "
+                             f"{qualified_name(trainable)!r}; restoring it with another function would mix the "
+                             "results of two objectives: pass the recorded function (or start a new experiment)")
+        given = {key: value for key, value in (("executor", executor),) if value is not NOT_GIVEN}
+        executor = build("executor", settings.get("executor"), given, f"{journal_path}: line 1")
+        given = {key: value for key, value in (("param_space", param_space), ("search_alg", search_alg),
+                                               ("scheduler", scheduler), ("stop", stop)) if value is not NOT_GIVEN}
+        experiment = Experiment.restore(path, _note={"trainable": qualified_name(trainable)}, **given)
         self = cls.__new__(cls)
         self.trainable, self.param_space = trainable, experiment.space
         self.tune_config = TuneConfig(metric=experiment.metric, mode=experiment.mode,
                                       num_samples=experiment.num_samples,
-                                      max_concurrent_trials=state["max_concurrent_trials"],
+                                      max_concurrent_trials=settings.get("max_concurrent_trials"),
                                       search_alg=experiment.searcher, scheduler=experiment.scheduler,
-                                      seed=experiment.seed, executor=state["executor"])
+                                      seed=experiment.seed, executor=executor)
         self.run_config = RunConfig(name=os.path.basename(path), storage_path=os.path.dirname(path),
                                     stop=experiment.stop, checkpoint_config=experiment.checkpoint_config,
                                     failure_config=FailureConfig(experiment.max_failures),
-                                    verbose=state["verbose"], progress_interval=state["progress_interval"])
+                                    verbose=settings.get("verbose", 1),
+                                    progress_interval=settings.get("progress_interval", 5.0))
         self._experiment = experiment
         return self
 
@@ -141,15 +166,14 @@ class Tuner:
 
     def _new_experiment(self) -> Experiment:
         tc, rc = self.tune_config, self.run_config
-        experiment = Experiment(self.param_space, tc.metric, tc.mode, search_alg=tc.search_alg,
-                                scheduler=tc.scheduler, num_samples=tc.num_samples, seed=tc.seed,
-                                storage_path=rc.storage_path or "~/ember_results", name=rc.name,
-                                max_failures=rc.failure_config.max_failures, stop=rc.stop,
-                                checkpoint_config=rc.checkpoint_config)
-        save_components(os.path.join(experiment.path, TUNER_STATE),
-                        {"executor": tc.executor, "max_concurrent_trials": tc.max_concurrent_trials,
-                         "verbose": rc.verbose, "progress_interval": rc.progress_interval})
-        return experiment
+        settings = {"executor": component_spec("executor", tc.executor), "trainable": qualified_name(self.trainable),
+                    "max_concurrent_trials": tc.max_concurrent_trials, "verbose": rc.verbose,
+                    "progress_interval": rc.progress_interval}
+        return Experiment(self.param_space, tc.metric, tc.mode, search_alg=tc.search_alg,
+                          scheduler=tc.scheduler, num_samples=tc.num_samples, seed=tc.seed,
+                          storage_path=rc.storage_path or "~/ember_results", name=rc.name,
+                          max_failures=rc.failure_config.max_failures, stop=rc.stop,
+                          checkpoint_config=rc.checkpoint_config, _tuner=settings)
 
 
 def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int | None, reporter) -> None:

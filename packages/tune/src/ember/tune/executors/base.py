@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..spec import Buildable
+
 
 @dataclasses.dataclass
 class TrialRun:
@@ -40,7 +42,7 @@ class ExecutorEvent:
     error: str | None = None
 
 
-class Executor:
+class Executor(Buildable):
     """Base class of executors. A trial runs as ``trainable(config)``; it reports with ``tune.report``."""
 
     def setup(self, trainable, experiment_dir: str) -> None:

@@ -214,14 +214,6 @@ class RayExecutor(Executor):
         self._owns_ray = self._closed = False
         self._marker = self._trainable_ref = None
 
-    def __getstate__(self):  # what restoring an experiment needs: the settings, not the connection
-        return {"address": self.address, "max_concurrent": self.max_concurrent,
-                "shared_storage": self.shared_storage, "ray_init_kwargs": self.ray_init_kwargs}
-
-    def __setstate__(self, state):
-        self.__init__(state["address"], max_concurrent=state["max_concurrent"],
-                      shared_storage=state["shared_storage"], **state["ray_init_kwargs"])
-
     def setup(self, trainable, experiment_dir: str) -> None:
         """Connect to Ray (or start it), and ship ``trainable`` to the cluster once."""
         if not callable(trainable):

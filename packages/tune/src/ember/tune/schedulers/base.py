@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 
 from .._objective import check_mode, loss
+from ..spec import Buildable
 
 
 class Decision(str, enum.Enum):
@@ -24,7 +25,7 @@ class Decision(str, enum.Enum):
     STOP = "stop"  #: end the trial for good (stopped early; its results count as final)
 
 
-class Scheduler:
+class Scheduler(Buildable):
     """Base class of trial schedulers. The one required method is :meth:`on_result`."""
 
     def setup(self, metric: str, mode: str, time_attr: str = "training_iteration") -> None:

@@ -21,12 +21,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._objective import check_mode, loss
+from ..spec import Buildable
 
 #: what :meth:`Searcher.suggest` returns when it will never propose another configuration
 FINISHED = "FINISHED"
 
 
-class Searcher:
+class Searcher(Buildable):
     """Base class of searchers. Subclasses implement :meth:`suggest`; the rest have sensible defaults.
 
     ``result`` dicts carry the metric, ``training_iteration`` (1, 2, ... per report of a trial:
