@@ -45,8 +45,10 @@ def sleeper(config):
     """Writes its pid, then sleeps (bounded) until killed; with ``ignore_term`` it ignores SIGTERM."""
     if config.get("ignore_term"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    with open(os.path.join(config["dir"], f"pid_{tune.get_trial_id()}"), "w") as f:
+    path = os.path.join(config["dir"], f"pid_{tune.get_trial_id()}")
+    with open(path + ".tmp", "w") as f:  # renamed when written: a reader never sees an empty pid file
         f.write(str(os.getpid()))
+    os.replace(path + ".tmp", path)
     time.sleep(50)
 
 
