@@ -180,3 +180,14 @@ def test_loggers_write_files_their_own_tools_read(tmp_path):
         losses = client.get_metric_history(run.info.run_id, "loss")
         assert sorted((m.step, m.value) for m in losses) == [(h["training_iteration"], pytest.approx(h["loss"]))
                                                              for h in history]
+
+
+def test_trials_of_a_restored_experiment_are_announced_when_they_end_without_starting_again():
+    exp = tune.Experiment({"x": tune.uniform(0, 1)}, "loss", "min", num_samples=1, seed=0)
+    trial = exp.ask()  # running before the callbacks were set up (as after a restore)
+    recorder = Recorder()
+    callbacks = CallbackList([recorder])
+    callbacks.watch(exp.trials)
+    exp.tell(trial, {"loss": 0.5})
+    callbacks.notice_ends(exp.trials)
+    assert recorder.calls == [("complete", trial.trial_id, "TERMINATED")]

@@ -72,6 +72,11 @@ class CallbackList:
         self.iteration = 0
         self._live: dict = {}  # trial id -> Trial, trials not ended as far as the callbacks were told
 
+    def watch(self, trials: list) -> None:
+        """Follow the trials not ended yet (those of a restored experiment), so that their end is announced
+        even if they end without starting again (a paused trial the scheduler stops)."""
+        self._live.update((t.trial_id, t) for t in trials if not t.is_finished)
+
     def call(self, hook: str, *args, **kwargs) -> None:
         for cb in self.callbacks:
             getattr(cb, hook)(*args, **kwargs)

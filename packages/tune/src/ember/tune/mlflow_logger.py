@@ -1,7 +1,10 @@
 """MLflowLoggerCallback: an MLflow run per trial (extra ``ember-tune[mlflow]``), Ray Tune's name and arguments.
 
 >>> from ember import tune
->>> cb = tune.MLflowLoggerCallback(tracking_uri="file:///tmp/mlruns", experiment_name="digits")  # doctest: +SKIP
+>>> cb = tune.MLflowLoggerCallback("sqlite:///mlflow.db", experiment_name="digits")  # doctest: +SKIP
+
+``tracking_uri`` is any MLflow store: a server (``http://...``), a local database (``sqlite:///mlflow.db``),
+or a folder (``file:///...``, which MLflow 3 refuses unless ``MLFLOW_ALLOW_FILE_STORE=true``).
 
 Each trial becomes a run named after its trial id in the MLflow experiment ``experiment_name`` (created if
 missing; None: the ember.tune experiment's folder name): its configuration as parameters (flattened with

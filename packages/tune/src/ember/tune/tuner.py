@@ -161,6 +161,7 @@ class Tuner:
             callbacks.call("setup", stop=rc.stop, num_samples=tc.num_samples,
                            total_num_samples=_total_trials(experiment), experiment=experiment,
                            time_budget_s=getattr(tc, "time_budget_s", None))
+            callbacks.watch(experiment.trials)
             _run(experiment, executor, resources, tc.max_concurrent_trials, callbacks)
         except BaseException as e:
             error = e
