@@ -2,10 +2,10 @@
 ``python -c`` or a script read from standard input (``python - <<EOF``), whose ``__main__`` has no file.
 
 >>> import types
->>> def trainable(config): ...
->>> trainable.__module__ = "__main__"
 >>> main_file_missing(types.SimpleNamespace(__file__="<stdin>"))
 True
+>>> main_file_missing(types.SimpleNamespace(__file__=__file__))
+False
 """
 from __future__ import annotations
 
