@@ -173,6 +173,10 @@ def test_loggers_write_files_their_own_tools_read(tmp_path):
         events = acc.Scalars("tune/val/acc")
         assert [e.step for e in events] == [1, 2, 3]
         assert [e.value for e in events] == pytest.approx([h["val"]["acc"] for h in history], rel=1e-6)
+        from tensorboard.plugins.hparams import plugin_data_pb2
+        start = acc.PluginTagToContent("hparams")["_hparams_/session_start_info"]
+        hparams = plugin_data_pb2.HParamsPluginData.FromString(start).session_start_info.hparams
+        assert hparams["opt/lr"].number_value == pytest.approx(result.config["opt"]["lr"])  # the HPARAMS tab
         # MLflow: a finished run per trial with its params, tags and metric history
         run = runs[result.trial_id]
         assert run.info.status == "FINISHED" and run.data.tags["team"] == "ember"
