@@ -148,10 +148,11 @@ def test_loggers_write_files_their_own_tools_read(tmp_path):
     event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
     mlflow_tracking = pytest.importorskip("mlflow.tracking")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"  # a local store (MLflow 3 refuses a file:// store by default)
-    callbacks = [tune.TBXLoggerCallback(flush_secs=1),
-                 tune.MLflowLoggerCallback(uri, experiment_name="digits", tags={"team": "ember"})]
-    grid = _tuner(tmp_path, "logged", three_steps, callbacks).fit()
     client = mlflow_tracking.MlflowClient(tracking_uri=uri)
+    client.create_experiment("digits", artifact_location=(tmp_path / "artifacts").as_uri())  # found by its name
+    callbacks = [tune.TBXLoggerCallback(flush_secs=1),
+                 tune.MLflowLoggerCallback(uri, experiment_name="digits", tags={"team": "ember"}, save_artifact=True)]
+    grid = _tuner(tmp_path, "logged", three_steps, callbacks).fit()
     experiment = client.get_experiment_by_name("digits")
     runs = {run.info.run_name: run for run in client.search_runs([experiment.experiment_id])}
     assert sorted(runs) == sorted(r.trial_id for r in grid)
@@ -181,6 +182,8 @@ def test_loggers_write_files_their_own_tools_read(tmp_path):
         run = runs[result.trial_id]
         assert run.info.status == "FINISHED" and run.data.tags["team"] == "ember"
         assert float(run.data.params["opt/lr"]) == pytest.approx(result.config["opt"]["lr"])
+        artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+        assert {"params.json", "result.json", "progress.csv"} <= artifacts  # save_artifact: the trial's folder
         losses = client.get_metric_history(run.info.run_id, "loss")
         assert sorted((m.step, m.value) for m in losses) == [(h["training_iteration"], pytest.approx(h["loss"]))
                                                              for h in history]
