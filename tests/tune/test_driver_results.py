@@ -1,6 +1,5 @@
-"""ResultGrid and Result: best result, table, CSV and JSON exports; the progress table; the configs."""
+"""ResultGrid and Result: best result, table, CSV and JSON exports; the configs."""
 import csv
-import io
 import json
 import math
 
@@ -8,7 +7,6 @@ import numpy as np
 import pytest
 
 from ember import tune
-from ember.tune.progress import ProgressReporter
 
 
 @pytest.fixture
@@ -100,40 +98,6 @@ def test_dataframe_needs_pandas(grid):
     else:
         frame = grid.get_dataframe()
         assert list(frame["trial_id"]) == ["00000", "00001", "00002", "00003"]
-
-
-def test_progress_reporter_plain_text_and_interval(grid):
-    exp = tune.Experiment({"x": tune.uniform(0, 1)}, "loss", "min", num_samples=3, seed=0)
-    a, b = exp.ask(), exp.ask()
-    exp.report(a, {"loss": 0.25})
-    exp.tell(a)
-    exp.report(b, {"loss": 0.5})
-    out = io.StringIO()
-    reporter = ProgressReporter("loss", "min", interval=3600, out=out, use_rich=False)
-    reporter.update(exp.trials)
-    first = out.getvalue()
-    assert first.startswith("== 2 trials: 1 running, 0 paused, 0 pending, 1 terminated, 0 errored | best loss=0.25 "
-                            f"(trial 00000, x={a.config['x']}) ==")
-    assert "00001     RUNNING" in first
-    reporter.update(exp.trials)  # within the interval: nothing printed
-    assert out.getvalue() == first
-    reporter.update(exp.trials, force=True)
-    assert out.getvalue() == first * 2
-
-
-
-def test_progress_reporter_with_rich_prints_a_table():
-    exp = tune.Experiment({"x": tune.uniform(0, 1)}, "loss", "min", num_samples=2, seed=0)
-    a, b = exp.ask(), exp.ask()
-    exp.report(a, {"loss": 0.25})
-    exp.tell(a)
-    exp.report(b, {"loss": 0.5})
-    out = io.StringIO()
-    ProgressReporter("loss", "min", out=out, use_rich=True).update(exp.trials)
-    text = out.getvalue()
-    assert "2 trials: 1 running, 0 paused, 0 pending, 1 terminated" in text and "best loss=0.25" in text
-    rows = [line for line in text.splitlines() if line.startswith("│ 0000")]  # the table's body rows
-    assert len(rows) == 2 and "TERMINATED" in rows[0] and "RUNNING" in rows[1] and "0.25" in rows[0]
 
 
 def test_config_validation_errors():

@@ -41,6 +41,11 @@ _EXPORTS = {
     "lr_find": "lr_finder", "LRFinderResult": "lr_finder",
     "plot_learning_curves": "plot", "plot_best_over_time": "plot",
     "register_plugin": "registry", "hookimpl": "registry",
+    # callbacks and loggers
+    "Callback": "callbacks",
+    "LoggerCallback": "loggers", "JsonLoggerCallback": "loggers", "CSVLoggerCallback": "loggers",
+    "TBXLoggerCallback": "tensorboard_logger", "MLflowLoggerCallback": "mlflow_logger",
+    "ProgressReporter": "progress",
 }
 
 __all__ = sorted(_EXPORTS)

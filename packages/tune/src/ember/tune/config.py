@@ -92,13 +92,17 @@ class RunConfig:
     - ``stop``: ``{key: threshold}`` (a trial stops once a reported ``key`` reaches ``threshold``, e.g.
       ``{"training_iteration": 10}``) or a callable ``stop(trial_id, result) -> bool``;
     - ``checkpoint_config`` / ``failure_config``: see :class:`CheckpointConfig`, :class:`FailureConfig`;
-    - ``verbose``: 0 silent, 1 the progress table every ``progress_interval`` seconds and a summary.
+    - ``callbacks``: :class:`ember.tune.Callback` instances called as trials start, report and end
+      (loggers, trackers; see :mod:`ember.tune.callbacks`); the JSON and CSV loggers are always added;
+    - ``verbose``: 0 silent, 1 the live progress view (updated every ``progress_interval`` seconds) and a
+      summary at the end.
     """
     name: str | None = None
     storage_path: str | None = None
     stop: object = None
     checkpoint_config: CheckpointConfig | None = None
     failure_config: FailureConfig | None = None
+    callbacks: list | None = None
     verbose: int = 1
     progress_interval: float = 5.0
 
@@ -108,6 +112,13 @@ class RunConfig:
         if self.stop is not None and not (isinstance(self.stop, dict) or callable(self.stop)):
             raise TypeError("RunConfig: stop must be a dict {reported key: threshold} or a callable "
                             f"stop(trial_id, result) -> bool, got {type(self.stop).__name__}")
+        if self.callbacks is not None:
+            from .callbacks import Callback
+            if not isinstance(self.callbacks, (list, tuple)) or not all(isinstance(c, Callback)
+                                                                         for c in self.callbacks):
+                raise TypeError("RunConfig: callbacks must be a list of ember.tune.Callback instances, got "
+                                f"{self.callbacks!r}")
+            self.callbacks = list(self.callbacks)
         if self.checkpoint_config is None:
             self.checkpoint_config = CheckpointConfig()
         if self.failure_config is None:

@@ -30,8 +30,13 @@ def available(kind: str) -> dict:
     """``{name: class}`` of every registered component of ``kind`` ("searcher", "scheduler" or "executor")."""
     if kind not in _HOOKS:
         raise ValueError(f"unknown component kind {kind!r}; expected one of {sorted(_HOOKS)}")
-    ensure_plugins(hookspec, BUILTIN_PLUGINS)
+    plugin_manager()
     return {name: cls for name, (cls, _) in collect_claims(_HOOKS[kind], f"the tune {kind} {{key}}").items()}
+
+
+def plugin_manager():
+    """ember's plugin manager with ember.tune's hooks and built-in plugins registered."""
+    return ensure_plugins(hookspec, BUILTIN_PLUGINS)
 
 
 def get(kind: str, name: str):

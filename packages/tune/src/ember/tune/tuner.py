@@ -19,10 +19,13 @@ import functools
 import os
 
 from . import journal_checks, registry
+from .callbacks import CallbackList
 from .config import FailureConfig, RunConfig, TuneConfig
 from .executors.base import TrialRun
 from .experiment import JOURNAL, Experiment
+from .interactive import check_importable
 from .journal import Journal
+from .progress import ProgressReporter
 from .spec import NOT_GIVEN, build, component_spec, qualified_name
 
 #: the Tuner's settings when it continues an experiment begun with the ask/tell Experiment
@@ -82,7 +85,7 @@ class Tuner:
 
     @classmethod
     def restore(cls, path: str, trainable, *, param_space=NOT_GIVEN, search_alg=NOT_GIVEN, scheduler=NOT_GIVEN,
-                stop=NOT_GIVEN, executor=NOT_GIVEN) -> Tuner:
+                stop=NOT_GIVEN, executor=NOT_GIVEN, callbacks: list | None = None) -> Tuner:
         """The Tuner of the experiment stored at ``path`` (``<storage_path>/<name>``), to continue with :meth:`fit`.
 
         Finished trials are kept; trials that were running restart from their latest checkpoint; the
@@ -92,7 +95,8 @@ class Tuner:
         built with a function, an unregistered plugin, an executor built with a ``gpu_picker``): restore says
         which. An argument passed replaces the recorded one, None included (``stop=None``). ``trainable``
         must be the function the experiment ran (its ``module.qualname`` is recorded): another one is
-        refused, so that no experiment mixes results of two functions. An experiment begun with the
+        refused, so that no experiment mixes results of two functions. ``callbacks``: the run's
+        :class:`~ember.tune.Callback` instances (code: never recorded). An experiment begun with the
         ask/tell :class:`~ember.tune.Experiment` continues with the Tuner's defaults.
 
         >>> Tuner.restore("/nonexistent/experiment", print)
@@ -132,7 +136,7 @@ class Tuner:
         self.run_config = RunConfig(name=os.path.basename(path), storage_path=os.path.dirname(path),
                                     stop=experiment.stop, checkpoint_config=experiment.checkpoint_config,
                                     failure_config=FailureConfig(experiment.max_failures),
-                                    verbose=settings.get("verbose", 1),
+                                    callbacks=callbacks, verbose=settings.get("verbose", 1),
                                     progress_interval=settings.get("progress_interval", 5.0))
         self._experiment = experiment
         return self
@@ -145,24 +149,41 @@ class Tuner:
                 return experiment.results()
             raise RuntimeError(f"this Tuner's fit was interrupted: continue with "
                                f"Tuner.restore({experiment.path!r}, trainable)")
-        experiment = self._experiment = experiment or self._new_experiment()
         tc, rc = self.tune_config, self.run_config
         executor = registry.resolve("executor", tc.executor)
+        check_importable(self.trainable, executor)  # before the experiment's folder is made
+        experiment = self._experiment = experiment or self._new_experiment()
         resources = getattr(self.trainable, "resources", {"cpu": 1, "gpu": 0})
-        reporter = None
-        if rc.verbose:
-            from .progress import ProgressReporter
-            reporter = ProgressReporter(tc.metric, tc.mode, interval=rc.progress_interval)
+        callbacks = CallbackList(self._callbacks())
         executor.setup(self.trainable, experiment.path)
+        error = None
         try:
-            _run(experiment, executor, resources, tc.max_concurrent_trials, reporter)
+            callbacks.call("setup", stop=rc.stop, num_samples=tc.num_samples,
+                           total_num_samples=_total_trials(experiment), experiment=experiment,
+                           time_budget_s=getattr(tc, "time_budget_s", None))
+            callbacks.watch(experiment.trials)
+            _run(experiment, executor, resources, tc.max_concurrent_trials, callbacks)
+        except BaseException as e:
+            error = e
+            raise
         finally:
             executor.shutdown()
             experiment.close()
-        if reporter is not None:
-            reporter.update(experiment.trials, force=True)
-            print(f"ember.tune: experiment finished: {experiment.path}")
+            callbacks.end(experiment.trials, error)
         return experiment.results()
+
+    def _callbacks(self) -> list:
+        """The run's callbacks: the user's, the loggers that are always on, the plugins', the progress view."""
+        from .callbacks import plugin_callbacks
+        from .loggers import DEFAULT_LOGGERS
+        rc = self.run_config
+        given = list(rc.callbacks or [])
+        found = given + [cls() for cls in DEFAULT_LOGGERS if not any(type(cb) is cls for cb in given)]
+        found += plugin_callbacks(rc)
+        if rc.verbose and not any(isinstance(cb, ProgressReporter) for cb in found):
+            found.append(ProgressReporter(self.tune_config.metric, self.tune_config.mode,
+                                          interval=rc.progress_interval))
+        return found
 
     def _new_experiment(self) -> Experiment:
         tc, rc = self.tune_config, self.run_config
@@ -176,12 +197,22 @@ class Tuner:
                           checkpoint_config=rc.checkpoint_config, _tuner=settings)
 
 
-def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int | None, reporter) -> None:
+def _total_trials(experiment: Experiment) -> int | None:
+    """How many trials the experiment creates at most (None: until its searcher says it is finished)."""
+    own = getattr(experiment.searcher, "total", None)
+    if isinstance(own, int):
+        return own
+    return None if experiment._limit == float("inf") else int(experiment._limit)
+
+
+def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int | None, callbacks) -> None:
     """The Tuner's loop: start trials while slots are free, answer their events, until all is done."""
     running: set = set()
     started: set = set()
     may_ask = True  # False after ask() gave nothing, until an event changes the state
     while not experiment.is_finished():
+        callbacks.iteration += 1
+        callbacks.call("on_step_begin", callbacks.iteration, experiment.trials)
         while may_ask and (max_concurrent is None or len(running) < max_concurrent) \
                 and executor.has_free_slot(resources):
             trial = experiment.ask()
@@ -196,22 +227,30 @@ def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int 
                            resources=dict(resources))
             executor.start(run)
             running.add(trial.trial_id)
+            callbacks.trial_started(experiment.trials, trial)
         if not running and not may_ask:
             if experiment.is_finished():
                 break
             raise RuntimeError(f"{type(experiment.searcher).__name__}.suggest gave no configuration while no trial "
                                "is running, so none ever will: a searcher may return None only while trials run")
+        trials = experiment.trials
         for event in executor.poll(_POLL_S):
             may_ask = True
             trial = experiment.get_trial(event.trial_id)
             if event.kind == "result":
+                before = trial.run_iteration
                 executor.respond(event.trial_id, experiment.report(trial, event.metrics, checkpoint=event.checkpoint))
+                callbacks.trial_result(trials, trial, before)
                 continue
             running.discard(event.trial_id)
             if event.kind == "complete":  # with the trainable's returned dict, if it returned one
+                before = trial.run_iteration
                 experiment.tell(trial, event.metrics)
+                if event.metrics is not None:
+                    callbacks.trial_result(trials, trial, before)
             elif event.kind == "error":
                 experiment.tell(trial, error=event.error or f"trial {event.trial_id} failed (no traceback)")
+                callbacks.trial_failed(trials, trial)
             elif event.kind not in ("paused", "stopped"):
                 raise RuntimeError(f"{type(executor).__name__} sent an unknown event kind {event.kind!r}")
         for trial_id in experiment.take_decisions():
@@ -219,5 +258,6 @@ def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int 
                 executor.stop(trial_id)
                 running.discard(trial_id)
                 may_ask = True
-        if reporter is not None:
-            reporter.update(experiment.trials)
+        callbacks.notice_ends(trials)
+        callbacks.call("on_step_end", callbacks.iteration, trials)
+    callbacks.notice_ends(experiment.trials)

@@ -109,6 +109,16 @@ class ASHAScheduler(MetricScheduler):
             return Decision.STOP
         return Decision.CONTINUE
 
+    def describe_trial(self, trial_id: str) -> str:
+        """Its bracket and the next rung it has to pass (ASHA never pauses a trial)."""
+        state = self._trials.get(trial_id)
+        if state is None:
+            return ""
+        bracket, rung, _ = state
+        rungs = self.rungs[bracket]
+        ahead = f"next rung {rung + 1}/{len(rungs)} at t={rungs[rung]}" if rung < len(rungs) else "past the last rung"
+        return f"bracket {bracket}, {ahead}"
+
     def state_dict(self) -> dict:
         return {"settings": self.settings(), "trials": {tid: list(value) for tid, value in self._trials.items()},
                 "counts": list(self._counts),

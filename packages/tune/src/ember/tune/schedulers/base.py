@@ -58,6 +58,11 @@ class Scheduler(Buildable):
         """
         return None
 
+    def describe_trial(self, trial_id: str) -> str:
+        """A short text on where ``trial_id`` stands for this scheduler (its bracket and rung; for a paused
+        trial, what it waits for), shown by the progress view; "" when there is nothing to say."""
+        return ""
+
     def loss(self, result: dict) -> float:
         """The metric of ``result`` as a value to minimise (the sign convention of searchers and schedulers)."""
         return loss(result, self.metric, self.mode)

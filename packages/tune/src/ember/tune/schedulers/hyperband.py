@@ -149,6 +149,34 @@ class HyperBandScheduler(MetricScheduler):
                 return trial_id
         return None
 
+    def describe_trial(self, trial_id: str) -> str:
+        """Its bracket and rung; a paused trial waits at the rung barrier until every trial of the rung has
+        arrived, a promoted one for a free slot.
+
+        >>> hb = HyperBandScheduler(max_t=9, reduction_factor=3)
+        >>> hb.setup(metric="loss", mode="min")
+        >>> hb.on_trial_add("t0", {}); hb.on_trial_add("t1", {})
+        >>> hb.on_result("t0", {"loss": 1.0, "training_iteration": 1}).value
+        'pause'
+        >>> hb.describe_trial("t0")
+        'bracket 0, rung 1/3 (t=1): waits at the rung barrier, 1 of 9 trials arrived'
+        """
+        state = self._trials.get(trial_id)
+        if state is None:
+            return ""
+        index, rung, status = state
+        plan_index, members, _, _, closed = self._brackets[index]
+        plan = self.bracket_plan[plan_index]
+        where = f"bracket {index}, rung {rung + 1}/{len(plan)} (t={plan[rung][1]})"
+        if status == _PAUSED:
+            live = [t for t in members[rung] if self._trials[t][2] != _DONE]
+            arrived = sum(self._trials[t][2] == _PAUSED for t in live)
+            expected = plan[0][0] if rung == 0 and not closed else len(live)
+            return f"{where}: waits at the rung barrier, {arrived} of {expected} trials arrived"
+        if status == _PROMOTED:
+            return f"{where}: promoted, waits for a free slot"
+        return where
+
     def _state(self, trial_id):
         try:
             return self._trials[trial_id]
