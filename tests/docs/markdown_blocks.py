@@ -4,7 +4,7 @@ as a reader would type them into one session, and checks what each prints agains
 The page's conventions (docs/contributing.md says the same for authors):
 
 - every block fenced as ```` ```python ```` runs; blocks in other languages (``bash``, ``console``, ``text``)
-  do not;
+  do not, nor do ```` ```py ```` blocks: Python shown but not run, for code of another library (PyTorch);
 - a ```` ```text ```` block right after a ``python`` block (only blank lines between) is what that block prints:
   its standard output must be exactly that text (trailing spaces and the blank lines at either end aside); a
   ``python`` block without one may print anything;
@@ -42,8 +42,8 @@ class PageError(AssertionError):
 
 
 def fenced_blocks(text: str) -> list[tuple[str, int, str, int]]:
-    """The fenced blocks of a Markdown text: (language, first line of code (1-based), code, line after the
-    closing fence)."""
+    """The fenced blocks of a Markdown text: (language, the line number of the code's first line, the code, the
+    line number of the closing fence), line numbers counted from 1."""
     lines = text.split("\n")
     blocks = []
     i = 0
