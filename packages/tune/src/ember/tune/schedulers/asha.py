@@ -33,7 +33,8 @@ class ASHAScheduler(MetricScheduler):
 
     Args:
         time_attr: the result key that measures a trial's budget.
-        metric, mode: the metric and "min"/"max"; taken from the experiment when not given.
+        metric: the metric to optimise; taken from the experiment when not given.
+        mode: "min" or "max"; taken from the experiment when not given.
         max_t: a trial is stopped when its time reaches this (see ``stop_last_trials``).
         grace_period: the first rung: no trial is stopped before its time reaches this.
         reduction_factor: ``eta``; each rung keeps the best ``1/eta`` and is ``eta`` times further on.

@@ -38,7 +38,8 @@ class HyperBandScheduler(MetricScheduler):
 
     Args:
         time_attr: the result key that measures a trial's budget.
-        metric, mode: the metric and "min"/"max"; taken from the experiment when not given.
+        metric: the metric to optimise; taken from the experiment when not given.
+        mode: "min" or "max"; taken from the experiment when not given.
         max_t: the largest budget ``R``: the last rung of every bracket.
         reduction_factor: ``eta``; a rung keeps the best ``1/eta`` of its trials.
         grace_period: the smallest budget a rung may have. With ``s_max`` the largest ``s`` such that

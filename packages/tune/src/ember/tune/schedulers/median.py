@@ -31,7 +31,8 @@ class MedianStoppingRule(MetricScheduler):
 
     Args:
         time_attr: the result key that measures progress (a trial's times must not decrease).
-        metric, mode: the metric and "min"/"max"; taken from the experiment when not given.
+        metric: the metric to optimise; taken from the experiment when not given.
+        mode: "min" or "max"; taken from the experiment when not given.
         grace_period: no trial is stopped before its time reaches this.
         min_samples_required: no trial is stopped while fewer than this many other trials got as far.
 
