@@ -29,10 +29,10 @@ def sleeper(config):
 
 
 def noisy(config):
-    """30 reports of a loss that settles at x after 5 steps."""
+    """30 reports of a loss that settles at x from step ``settle`` (5 unless configured)."""
     for step in range(1, 31):
         time.sleep(0.01)
-        tune.report({"loss": config["x"] + (1.0 / step if step < 5 else 0.0)})
+        tune.report({"loss": config["x"] + (1.0 / step if step < config.get("settle", 5) else 0.0)})
 
 
 def runs(tmp_path, name, **kwargs):
@@ -103,12 +103,12 @@ def test_a_hung_trial_is_killed_at_its_timeout_recorded_as_errored_and_retried_p
 def test_stoppers_end_trials_and_the_experiment_and_are_rebuilt_by_restore(tmp_path):
     stop = tune.CombinedStopper(tune.MaximumIterationStopper(max_iter=20),
                                 tune.TrialPlateauStopper("loss", std=1e-6, num_results=3, grace_period=3))
-    tuner = tune.Tuner(noisy, param_space={"x": tune.grid_search([0.5, 0.1])},
+    tuner = tune.Tuner(noisy, param_space={"x": 0.5, "settle": tune.grid_search([5, 99])},
                        tune_config=tune.TuneConfig(metric="loss", mode="min"),
                        run_config=runs(tmp_path, "plateau", stop=stop))
     grid = tuner.fit()
-    # the loss is flat from step 5: three equal values at steps 5, 6, 7
-    assert [len(r.metrics_history) for r in grid] == [7, 7]
+    # settled from step 5: three equal values at steps 5, 6, 7; never settled: stopped at 20 iterations
+    assert [len(r.metrics_history) for r in grid] == [7, 20]
     assert journal(os.path.join(str(tmp_path), "plateau"))[0]["spec"]["stop"]["json"]["stopper"] == "CombinedStopper"
     restored = tune.Tuner.restore(os.path.join(str(tmp_path), "plateau"), noisy)
     assert isinstance(restored.run_config.stop, tune.CombinedStopper)
