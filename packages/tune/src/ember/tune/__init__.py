@@ -41,6 +41,9 @@ _EXPORTS = {
     "lr_find": "lr_finder", "LRFinderResult": "lr_finder",
     "plot_learning_curves": "plot", "plot_best_over_time": "plot",
     "register_plugin": "registry", "hookimpl": "registry",
+    # stoppers
+    **dict.fromkeys(["Stopper", "MaximumIterationStopper", "TrialPlateauStopper", "ExperimentPlateauStopper",
+                     "TimeoutStopper", "CombinedStopper"], "stoppers"),
     # callbacks and loggers
     "Callback": "callbacks",
     "LoggerCallback": "loggers", "JsonLoggerCallback": "loggers", "CSVLoggerCallback": "loggers",

@@ -13,6 +13,7 @@ ValueError: TuneConfig: mode must be 'min', 'max' or None, got 'best'
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import os
 
 from ._objective import check_mode
@@ -37,7 +38,13 @@ class TuneConfig:
     - ``search_alg`` / ``scheduler``: an instance or a registered name ("random", "grid", "tpe", "bohb";
       "fifo", "median", "hyperband", "asha"); None: random search, FIFO;
     - ``seed``: the seed of the searcher: the same seed gives the same sequence of configurations;
-    - ``executor``: an :class:`ember.tune.Executor` instance or a registered name ("local", "ray").
+    - ``executor``: an :class:`ember.tune.Executor` instance or a registered name ("local", "ray");
+    - ``time_budget_s``: seconds (or a ``datetime.timedelta``) the experiment may run, counted over all its
+      runs (a restore continues the count); when they are spent, running trials are stopped and ``fit``
+      returns every result so far; None: no limit;
+    - ``trial_timeout_s``: seconds a trial's run (from its start or resume) may last; a run still going
+      then is killed and counts as a failure ("trial exceeded trial_timeout_s=..."), retried per
+      ``FailureConfig(max_failures)``; None: no limit.
     """
     metric: str | None = None
     mode: str | None = None
@@ -47,8 +54,17 @@ class TuneConfig:
     scheduler: object = None
     seed: int | None = None
     executor: object = "local"
+    time_budget_s: float | None = None
+    trial_timeout_s: float | None = None
 
     def __post_init__(self):
+        if isinstance(self.time_budget_s, datetime.timedelta):
+            self.time_budget_s = self.time_budget_s.total_seconds()
+        for name in ("time_budget_s", "trial_timeout_s"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not 0 < value < float("inf")):
+                raise ValueError(f"TuneConfig: {name} must be seconds > 0 (or None: no limit), got {value!r}")
         check_mode(self.mode, "TuneConfig", allow_none=True)
         if self.metric is not None and not isinstance(self.metric, str):
             raise TypeError(f"TuneConfig: metric must be the name of a reported key (str), got {self.metric!r}")
@@ -90,7 +106,8 @@ class RunConfig:
     - ``name``: the experiment's folder under ``storage_path`` (None: ``tune_<date>_<time>``);
     - ``storage_path``: where experiments live (None: ``~/ember_results``);
     - ``stop``: ``{key: threshold}`` (a trial stops once a reported ``key`` reaches ``threshold``, e.g.
-      ``{"training_iteration": 10}``) or a callable ``stop(trial_id, result) -> bool``;
+      ``{"training_iteration": 10}``), a callable ``stop(trial_id, result) -> bool``, or a
+      :class:`ember.tune.Stopper` (whose ``stop_all()`` may also end the whole experiment);
     - ``checkpoint_config`` / ``failure_config``: see :class:`CheckpointConfig`, :class:`FailureConfig`;
     - ``callbacks``: :class:`ember.tune.Callback` instances called as trials start, report and end
       (loggers, trackers; see :mod:`ember.tune.callbacks`); the JSON and CSV loggers are always added;
@@ -110,7 +127,7 @@ class RunConfig:
         if self.name is not None and (not isinstance(self.name, str) or not self.name or os.sep in self.name):
             raise ValueError(f"RunConfig: name must be a non-empty folder name without {os.sep!r}, got {self.name!r}")
         if self.stop is not None and not (isinstance(self.stop, dict) or callable(self.stop)):
-            raise TypeError("RunConfig: stop must be a dict {reported key: threshold} or a callable "
+            raise TypeError("RunConfig: stop must be a dict {reported key: threshold}, a tune.Stopper or a callable "
                             f"stop(trial_id, result) -> bool, got {type(self.stop).__name__}")
         if self.callbacks is not None:
             from .callbacks import Callback

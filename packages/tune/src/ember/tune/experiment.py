@@ -26,7 +26,7 @@ import os
 import secrets
 import time
 
-from . import journal_checks, registry
+from . import journal_checks, registry, stoppers
 from ._objective import check_mode, loss
 from .checkpoint import Checkpoint, CheckpointManager, write_checkpoint
 from .journal import Journal, JournalError, normalized
@@ -50,7 +50,8 @@ class Experiment:
     grid_search point that many times; -1: until the searcher is finished). ``seed``: the searcher's seed
     (None: drawn once and journaled, so a restore still continues the same sequence). ``storage_path`` /
     ``name``: where the journal and trial folders go (None: kept in memory only). ``max_failures``: retries
-    of a failing trial (-1: no limit). ``stop``: ``{key: threshold}`` or ``stop(trial_id, result) -> bool``.
+    of a failing trial (-1: no limit). ``stop``: ``{key: threshold}``, ``stop(trial_id, result) -> bool``
+    or a :class:`~ember.tune.Stopper` (whose ``stop_all()`` halts the experiment: see :meth:`halt`).
     ``checkpoint_config``: an :class:`ember.tune.CheckpointConfig` (keep the best k checkpoints per trial).
 
     The journal's first line is the experiment's specification as JSON (see :mod:`ember.tune.spec`), from
@@ -117,6 +118,7 @@ class Experiment:
         self._queue = collections.deque()  # PENDING trial ids: retried, continued after a pause, interrupted
         self._actions: dict = {}
         self._searcher_finished = False
+        self._halted: str | None = None  # why the experiment was ended early (halt), until a restore
         self._journal = None
         self.closed = False
         self._ended = False  # a trial ended since the journal was last forced to disk
@@ -169,7 +171,11 @@ class Experiment:
         result.setdefault("trial_id", trial.trial_id)
         result.setdefault("timestamp", now)
         result.setdefault("time_total_s", trial.time_base + now - trial.run_started)
-        return self._report(trial, result, self._checkpoint_path(trial, checkpoint, result["training_iteration"]))
+        decision = self._report(trial, result, self._checkpoint_path(trial, checkpoint, result["training_iteration"]))
+        if stoppers.stop_all(self.stop):
+            self.halt(f"{type(self.stop).__name__}.stop_all() returned True")
+            return Decision.STOP
+        return decision
 
     def tell(self, trial: Trial, metrics: dict | None = None, *, error: str | BaseException | None = None) -> None:
         """The trial's run ended: it finished (a final ``metrics`` result is reported first), or failed with
@@ -194,8 +200,29 @@ class Experiment:
         return actions
 
     def is_finished(self) -> bool:
-        """True when no trial will run again: the searcher is done and no trial is running, paused or pending."""
-        return self._searcher_finished and not (self._running or self._paused or self._queue)
+        """True when no trial will run again: the searcher is done (or the experiment was halted) and no trial
+        is running, paused or pending."""
+        return (self._searcher_finished or self._halted is not None) \
+            and not (self._running or self._paused or self._queue)
+
+    def halt(self, reason: str) -> None:
+        """End the experiment now (a time budget ran out, a stopper's ``stop_all()``): every trial not yet
+        ended is TERMINATED with the results it has (its best checkpoints kept), running ones are handed out
+        by :meth:`take_decisions` as STOP, and :meth:`ask` gives nothing more. ``reason`` is journaled. A
+        restore lifts the halt: the search goes on with new trials.
+
+        >>> from ember import tune
+        >>> exp = tune.Experiment({"x": tune.uniform(0, 1)}, metric="y", mode="min", num_samples=9, seed=0)
+        >>> trial = exp.ask()
+        >>> exp.halt("out of time")
+        >>> exp.take_decisions(), trial.status, exp.ask(), exp.is_finished()
+        ({'00000': <Decision.STOP: 'stop'>}, 'TERMINATED', None, True)
+        """
+        if not isinstance(reason, str):
+            raise TypeError(f"halt: reason must be a str, got {type(reason).__name__}")
+        if self._halted is None and not self.is_finished():
+            self._log({"e": "halt", "why": reason, "time": time.time()}, sync=True)
+            self._halt(reason)
 
     @property
     def best_trial(self) -> Trial | None:
@@ -291,6 +318,8 @@ class Experiment:
             self._journal.append(record, sync)
 
     def _ask(self):
+        if self._halted is not None:
+            return None
         while True:
             if self._queue:
                 return self._start(self._trials[self._queue.popleft()], {"e": "ask"})
@@ -389,6 +418,17 @@ class Experiment:
         self._drain()
         self._sync_if_ended()
 
+    def _halt(self, reason: str) -> None:
+        self._halted = reason
+        queued, self._queue = list(self._queue), collections.deque()
+        for trial_id in sorted(self._running) + list(self._paused) + queued:
+            trial = self._trials[trial_id]
+            if trial.status == "RUNNING":
+                self._actions[trial_id] = Decision.STOP
+            self._end(trial, "TERMINATED")
+        self._ended = False  # the halt's line is on disk already
+        self._drain()
+
     def _sync_if_ended(self) -> None:
         """Force the journal to disk if a trial ended since the last time (decided about by the scheduler)."""
         if self._ended and self._journal is not None:
@@ -396,7 +436,9 @@ class Experiment:
         self._ended = False
 
     def _restart_interrupted(self) -> None:
-        """After a restore: trials that were running when the experiment was killed start again."""
+        """After a restore: trials that were running when the experiment was killed start again; a halt
+        is lifted."""
+        self._halted = None
         for trial_id in sorted(self._running):
             self._trials[trial_id].status = "PENDING"
             self._queue.append(trial_id)
@@ -423,6 +465,8 @@ class Experiment:
                 self._report(trial, record["m"], checkpoint)
             elif kind == "tell":
                 self._tell(trial, record.get("err"))
+            elif kind == "halt":
+                self._halt(record["why"])
             else:  # "restore", maybe with the stop criteria of the run it began
                 if "stop" in record:
                     entry = record["stop"]
@@ -522,7 +566,7 @@ def _missing(entry) -> bool:
 
 def _checked_stop(stop, owner: str):
     if stop is not None and not (isinstance(stop, dict) or callable(stop)):
-        raise TypeError(f"{owner}: stop must be a dict {{reported key: threshold}} or a callable "
+        raise TypeError(f"{owner}: stop must be a dict {{reported key: threshold}}, a tune.Stopper or a callable "
                         f"stop(trial_id, result) -> bool, got {type(stop).__name__}")
     return stop
 

@@ -53,7 +53,9 @@ def check_header(records: list, journal_path: str) -> dict:
             ("verbose", lambda v: isinstance(v, int), "an int"),
             ("progress_interval", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0,
              "seconds >= 0"),
-            ("trainable", lambda v: isinstance(v, str), "a str")):
+            ("trainable", lambda v: isinstance(v, str), "a str"),
+            *((key, lambda v: v is None or isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
+               "seconds > 0 or null") for key in ("time_budget_s", "trial_timeout_s"))):
         if key in tuner and not ok(tuner[key]):
             _fail(journal_path, 1, f"the experiment header's tuner {key!r} must be {words}, got {tuner[key]!r}")
     return header
@@ -65,6 +67,10 @@ def check_record(record, trials: dict, journal_path: str, line: int):
         _fail(journal_path, line, f"a record must be a JSON object, got {type(record).__name__}")
     kind = record.get("e")
     if kind == "restore":
+        return None
+    if kind == "halt":
+        if not isinstance(record.get("why"), str):
+            _fail(journal_path, line, f"a 'halt' record needs its reason 'why' as a str, got {record.get('why')!r}")
         return None
     if kind not in ("ask", "report", "tell"):
         _fail(journal_path, line, f"unknown record kind {kind!r}")

@@ -83,9 +83,13 @@ def component_spec(kind: str, obj) -> dict:
 
 
 def value_spec(value, what: str) -> dict:
-    """A plain value (stop criteria dict, None) as a specification entry; a callable or object is missing."""
+    """A plain value (stop criteria dict, None) or a built-in :class:`~ember.tune.Stopper` as a specification
+    entry; a callable or another object is missing."""
     if _plain(value):
         return {"json": value}
+    from . import stoppers
+    if isinstance(value, stoppers.Stopper) and (data := stoppers.to_json(value)) is not None:
+        return {"json": data}
     return {"missing": f"{what} is a {type(value).__name__}, which has no JSON form"}
 
 
@@ -135,6 +139,10 @@ def _from_json(key: str, data):
         return registry.get(_KINDS[key], data["name"])(*data["args"], **data["kwargs"])
     if key == "stop" and data is not None and not isinstance(data, dict):
         raise ValueError(f"stop must be a dict or null, got {data!r}")
+    if key == "stop":
+        from . import stoppers
+        if stoppers.is_json(data):
+            return stoppers.from_json(data)
     return data
 
 

@@ -18,15 +18,16 @@ from __future__ import annotations
 import functools
 import os
 
-from . import journal_checks, registry
+from . import _budget, journal_checks, registry
 from .callbacks import CallbackList
 from .config import FailureConfig, RunConfig, TuneConfig
 from .executors.base import TrialRun
 from .experiment import JOURNAL, Experiment
 from .interactive import check_importable
-from .journal import Journal
+from .journal import Journal, JournalError
 from .progress import ProgressReporter
 from .spec import NOT_GIVEN, build, component_spec, qualified_name
+from .stoppers import stop_all
 
 #: the Tuner's settings when it continues an experiment begun with the ask/tell Experiment
 _ASK_TELL_DEFAULTS = {"max_concurrent_trials": None, "verbose": 1, "progress_interval": 5.0}
@@ -82,10 +83,12 @@ class Tuner:
             raise ValueError("Tuner: TuneConfig(metric=..., mode='min' or 'max') is needed: which reported key to "
                              "optimise, and in which direction")
         self._experiment = None
+        self._time_used_s = 0.0
 
     @classmethod
     def restore(cls, path: str, trainable, *, param_space=NOT_GIVEN, search_alg=NOT_GIVEN, scheduler=NOT_GIVEN,
-                stop=NOT_GIVEN, executor=NOT_GIVEN, callbacks: list | None = None) -> Tuner:
+                stop=NOT_GIVEN, executor=NOT_GIVEN, callbacks: list | None = None, time_budget_s=NOT_GIVEN,
+                trial_timeout_s=NOT_GIVEN) -> Tuner:
         """The Tuner of the experiment stored at ``path`` (``<storage_path>/<name>``), to continue with :meth:`fit`.
 
         Finished trials are kept; trials that were running restart from their latest checkpoint; the
@@ -98,6 +101,11 @@ class Tuner:
         refused, so that no experiment mixes results of two functions. ``callbacks``: the run's
         :class:`~ember.tune.Callback` instances (code: never recorded). An experiment begun with the
         ask/tell :class:`~ember.tune.Experiment` continues with the Tuner's defaults.
+
+        ``time_budget_s`` counts the time of every run of the experiment (as Ray Tune does): an experiment
+        that spent its budget of 60 s continues for 60 s more with ``time_budget_s=120``; the recorded budget
+        (and ``trial_timeout_s``) apply when not passed, ``None`` lifts them. Trials the budget stopped stay
+        TERMINATED; the search goes on with new ones.
 
         >>> Tuner.restore("/nonexistent/experiment", print)
         Traceback (most recent call last):
@@ -123,22 +131,34 @@ class Tuner:
                              "results of two objectives: pass the recorded function (or start a new experiment)")
         given = {key: value for key, value in (("executor", executor),) if value is not NOT_GIVEN}
         executor = build("executor", settings.get("executor"), given, f"{journal_path}: line 1")
+        limits = {key: _budget.recorded_setting(records, settings, key) if value is NOT_GIVEN else value
+                  for key, value in (("time_budget_s", time_budget_s), ("trial_timeout_s", trial_timeout_s))}
+        try:
+            TuneConfig(**limits)
+        except ValueError as e:
+            if time_budget_s is NOT_GIVEN and trial_timeout_s is NOT_GIVEN:
+                raise JournalError(f"{journal_path}: a recorded Tuner setting is wrong ({e})") from None
+            raise
+        note = {"trainable": qualified_name(trainable),
+                **{key: limits[key] for key, value in (("time_budget_s", time_budget_s),
+                                                       ("trial_timeout_s", trial_timeout_s)) if value is not NOT_GIVEN}}
         given = {key: value for key, value in (("param_space", param_space), ("search_alg", search_alg),
                                                ("scheduler", scheduler), ("stop", stop)) if value is not NOT_GIVEN}
-        experiment = Experiment.restore(path, _note={"trainable": qualified_name(trainable)}, **given)
+        experiment = Experiment.restore(path, _note=note, **given)
         self = cls.__new__(cls)
         self.trainable, self.param_space = trainable, experiment.space
         self.tune_config = TuneConfig(metric=experiment.metric, mode=experiment.mode,
                                       num_samples=experiment.num_samples,
                                       max_concurrent_trials=settings.get("max_concurrent_trials"),
                                       search_alg=experiment.searcher, scheduler=experiment.scheduler,
-                                      seed=experiment.seed, executor=executor)
+                                      seed=experiment.seed, executor=executor, **limits)
         self.run_config = RunConfig(name=os.path.basename(path), storage_path=os.path.dirname(path),
                                     stop=experiment.stop, checkpoint_config=experiment.checkpoint_config,
                                     failure_config=FailureConfig(experiment.max_failures),
                                     callbacks=callbacks, verbose=settings.get("verbose", 1),
                                     progress_interval=settings.get("progress_interval", 5.0))
         self._experiment = experiment
+        self._time_used_s = _budget.time_used(records)
         return self
 
     def fit(self):
@@ -156,13 +176,14 @@ class Tuner:
         resources = getattr(self.trainable, "resources", {"cpu": 1, "gpu": 0})
         callbacks = CallbackList(self._callbacks())
         executor.setup(self.trainable, experiment.path)
+        deadlines = _budget.Deadlines(tc.time_budget_s, tc.trial_timeout_s, self._time_used_s)
         error = None
         try:
             callbacks.call("setup", stop=rc.stop, num_samples=tc.num_samples,
                            total_num_samples=_total_trials(experiment), experiment=experiment,
-                           time_budget_s=getattr(tc, "time_budget_s", None))
+                           time_budget_s=deadlines.remaining())
             callbacks.watch(experiment.trials)
-            _run(experiment, executor, resources, tc.max_concurrent_trials, callbacks)
+            _run(experiment, executor, resources, tc.max_concurrent_trials, callbacks, deadlines)
         except BaseException as e:
             error = e
             raise
@@ -189,7 +210,8 @@ class Tuner:
         tc, rc = self.tune_config, self.run_config
         settings = {"executor": component_spec("executor", tc.executor), "trainable": qualified_name(self.trainable),
                     "max_concurrent_trials": tc.max_concurrent_trials, "verbose": rc.verbose,
-                    "progress_interval": rc.progress_interval}
+                    "progress_interval": rc.progress_interval, "time_budget_s": tc.time_budget_s,
+                    "trial_timeout_s": tc.trial_timeout_s}
         return Experiment(self.param_space, tc.metric, tc.mode, search_alg=tc.search_alg,
                           scheduler=tc.scheduler, num_samples=tc.num_samples, seed=tc.seed,
                           storage_path=rc.storage_path or "~/ember_results", name=rc.name,
@@ -205,7 +227,8 @@ def _total_trials(experiment: Experiment) -> int | None:
     return None if experiment._limit == float("inf") else int(experiment._limit)
 
 
-def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int | None, callbacks) -> None:
+def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int | None, callbacks,
+         deadlines: _budget.Deadlines) -> None:
     """The Tuner's loop: start trials while slots are free, answer their events, until all is done."""
     running: set = set()
     started: set = set()
@@ -213,6 +236,7 @@ def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int 
     while not experiment.is_finished():
         callbacks.iteration += 1
         callbacks.call("on_step_begin", callbacks.iteration, experiment.trials)
+        may_ask |= _enforce_limits(experiment, executor, running, deadlines, callbacks)
         while may_ask and (max_concurrent is None or len(running) < max_concurrent) \
                 and executor.has_free_slot(resources):
             trial = experiment.ask()
@@ -226,6 +250,7 @@ def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int 
                            iteration=trial.checkpoint_iteration, time_total_s=trial.time_base,
                            resources=dict(resources))
             executor.start(run)
+            deadlines.started(trial.trial_id)
             running.add(trial.trial_id)
             callbacks.trial_started(experiment.trials, trial)
         if not running and not may_ask:
@@ -243,6 +268,7 @@ def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int 
                 callbacks.trial_result(trials, trial, before)
                 continue
             running.discard(event.trial_id)
+            deadlines.ended(event.trial_id)
             if event.kind == "complete":  # with the trainable's returned dict, if it returned one
                 before = trial.run_iteration
                 experiment.tell(trial, event.metrics)
@@ -257,7 +283,30 @@ def _run(experiment: Experiment, executor, resources: dict, max_concurrent: int 
             if trial_id in running:
                 executor.stop(trial_id)
                 running.discard(trial_id)
+                deadlines.ended(trial_id)
                 may_ask = True
         callbacks.notice_ends(trials)
         callbacks.call("on_step_end", callbacks.iteration, trials)
     callbacks.notice_ends(experiment.trials)
+
+
+def _enforce_limits(experiment: Experiment, executor, running: set, deadlines: _budget.Deadlines, callbacks) -> bool:
+    """Kill the runs that exceeded ``trial_timeout_s`` (each a failure, retried per ``max_failures``); halt
+    the experiment when its time budget is spent or its stopper's ``stop_all()`` says so (the running
+    trials are then stopped through ``take_decisions``). True if a trial's run ended here."""
+    # (a trial already stopped or paused by a decision may still be exiting: not a failure)
+    overdue = [trial_id for trial_id in deadlines.overdue()
+               if trial_id in running and experiment.get_trial(trial_id).status == "RUNNING"]
+    for trial_id in overdue:
+        error = deadlines.timeout_error(trial_id)
+        executor.stop(trial_id)
+        running.discard(trial_id)
+        deadlines.ended(trial_id)
+        trial = experiment.get_trial(trial_id)
+        experiment.tell(trial, error=error)
+        callbacks.trial_failed(experiment.trials, trial)
+    if deadlines.budget_spent():
+        experiment.halt(f"time_budget_s={deadlines.time_budget_s:g} spent")
+    elif stop_all(experiment.stop):
+        experiment.halt(f"{type(experiment.stop).__name__}.stop_all() returned True")
+    return bool(overdue)
