@@ -63,6 +63,38 @@ def test_a_block_printing_other_than_the_page_shows_fails_with_the_difference(tm
         run_page(tmp_path / "other.md")
 
 
+SCRIPT = """# A script
+
+```python
+x = 5   # the page's namespace: a script does not see it
+```
+
+```python title="show_main.py"
+print(__name__, "x" in globals())
+```
+
+```text
+__main__ False
+```
+"""
+FAILING_SCRIPT = '# Failing script\n\n```python title="boom.py"\nraise SystemExit("no data here")\n```\n'
+
+
+def test_a_titled_block_is_a_script_run_in_its_own_process(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "script.md").write_text(SCRIPT)
+    assert [b.script for b in page_blocks(SCRIPT)] == [None, "show_main.py"]
+    assert run_page(tmp_path / "script.md") == 2
+    assert (tmp_path / "show_main.py").read_text() == 'print(__name__, "x" in globals())\n'
+
+
+def test_a_failing_script_fails_the_page_with_its_status_and_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "boom.md").write_text(FAILING_SCRIPT)
+    with pytest.raises(PageError, match=r"(?s)boom.md:4: the script boom.py exited with status 1.*no data here"):
+        run_page(tmp_path / "boom.md")
+
+
 @pytest.mark.slow
 def test_pytest_fails_on_bad_pages_and_passes_good_ones(tmp_path):
     for name, text in {"good.md": GOOD, "raises.md": RAISES, "sub/other.md": PRINTS_OTHER}.items():
