@@ -37,7 +37,10 @@ class TuneConfig:
     - ``search_alg`` / ``scheduler``: an instance or a registered name ("random", "grid", "tpe", "bohb";
       "fifo", "median", "hyperband", "asha"); None: random search, FIFO;
     - ``seed``: the seed of the searcher: the same seed gives the same sequence of configurations;
-    - ``executor``: an :class:`ember.tune.Executor` instance or a registered name ("local", "ray").
+    - ``executor``: an :class:`ember.tune.Executor` instance or a registered name ("local", "ray");
+    - ``reuse_actors``: keep trial processes for the next trials and resumes, so what the trainable's module
+      loads is loaded once per process (True), or start one per trial run (False); None: the executor's
+      default (the local executor reuses them; see :class:`ember.tune.LocalExecutor`).
     """
     metric: str | None = None
     mode: str | None = None
@@ -47,6 +50,7 @@ class TuneConfig:
     scheduler: object = None
     seed: int | None = None
     executor: object = "local"
+    reuse_actors: bool | None = None
 
     def __post_init__(self):
         check_mode(self.mode, "TuneConfig", allow_none=True)
@@ -54,6 +58,8 @@ class TuneConfig:
             raise TypeError(f"TuneConfig: metric must be the name of a reported key (str), got {self.metric!r}")
         _check_count("TuneConfig", "num_samples", self.num_samples, 1, allow_none=False, allow_minus_one=True)
         _check_count("TuneConfig", "max_concurrent_trials", self.max_concurrent_trials, 1)
+        if self.reuse_actors not in (None, True, False):
+            raise TypeError(f"TuneConfig: reuse_actors must be True, False or None, got {self.reuse_actors!r}")
 
 
 @dataclasses.dataclass

@@ -123,6 +123,8 @@ class Tuner:
         experiment = self._experiment = experiment or self._new_experiment()
         tc, rc = self.tune_config, self.run_config
         executor = registry.resolve("executor", tc.executor)
+        if tc.reuse_actors is not None:
+            executor.set_reuse_actors(tc.reuse_actors)
         resources = getattr(self.trainable, "resources", {"cpu": 1, "gpu": 0})
         reporter = None
         if rc.verbose:
