@@ -1,11 +1,13 @@
 """Reused trial processes: an ember.nn MLP on scikit-learn's digits, tuned with ASHA on 2 workers.
 
 Runs the same experiment with ``LocalExecutor(reuse_actors=False)`` (a process per trial run, as before)
-and ``reuse_actors=True``, alternating, and reports for each: wall time, process starts (processes that
-imported this module: the data set is loaded at module level, as a user's script does), trial runs, and
-the first and second epoch's time inside the trials. ``--standalone`` also times the same training in this
-process, without ember-tune. ``--diagnose`` times, in fresh processes, what a trial process pays before and
-during its first epoch (imports, data loading, the first epoch with 1 or 2 BLAS threads).
+and ``reuse_actors=True``, alternating, and reports for each: wall time, process starts (the trial
+processes: each loads this module, whose data set is loaded at module level as a user's script does),
+trial runs, the CPU time of all trial processes together (start-up included), and the first and later
+epochs' wall and CPU time inside the trials (a trial run's first report also holds building its model).
+``--standalone`` also times the same training in this process, without ember-tune. ``--diagnose`` times,
+in fresh processes, what a trial process pays before and during its first epoch (imports, data loading, the
+first epoch with the default BLAS threads or one).
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE uv run python benchmarks/tune/bench_reuse.py --rounds 2
 """
@@ -37,10 +39,6 @@ except ImportError:
     X_ALL = (_rng.standard_normal((10, 64)) [Y_ALL] + _rng.standard_normal((1797, 64))).astype(np.float32)
 MODULE_LOAD_S = time.perf_counter() - _T_IMPORT  # this module's imports and data set, once per process
 
-_marks = os.environ.get("BENCH_REUSE_MARKS")  # a folder: each process that loads this module leaves a file
-if _marks and __name__ != "__main__":
-    open(os.path.join(_marks, f"{os.getpid()}"), "w").close()
-
 SPLIT = 1437
 
 
@@ -51,9 +49,9 @@ def epoch_loop(config, epochs, report=None):
     width = config["width"]
     model = nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10))
     opt = optim.Adam(model.parameters(), lr=config["lr"])
-    batch, times, acc = config["batch"], [], 0.0
+    batch, times, cpu, acc = config["batch"], [], [], 0.0
     for _ in range(epochs):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         order = np.random.default_rng(len(times)).permutation(SPLIT)
         for i in range(0, SPLIT, batch):
             idx = ember.from_numpy(order[i:i + batch])
@@ -64,24 +62,24 @@ def epoch_loop(config, epochs, report=None):
         with ember.no_grad():
             acc = (model(x_val).argmax(1) == y_val).float().mean().item()
         times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
         if report is not None:
-            report(acc, times)
+            report(acc, times, cpu)
     return times, acc
 
 
 def trainable(config):
     """A trial: one report per epoch, with the epoch's time and this process's id."""
-    def report(acc, times):
-        tune.report({"acc": acc, "epoch_s": times[-1], "run_epoch": len(times), "pid": os.getpid()})
+    def report(acc, times, cpu):
+        tune.report({"acc": acc, "epoch_s": times[-1], "epoch_cpu_s": cpu[-1], "run_epoch": len(times),
+                     "pid": os.getpid(), "process_cpu_s": time.process_time()})
     epoch_loop(config, 9, report)
 
 
-SPACE = {"lr": tune.loguniform(1e-4, 1e-1), "width": tune.choice([32, 64, 128]), "batch": tune.choice([32, 64, 128])}
+SPACE = {"lr": tune.loguniform(1e-4, 1e-1), "width": tune.choice([128, 256, 512]), "batch": tune.choice([8, 16, 32])}
 
 
 def run_experiment(reuse: bool, trials: int, workers: int, scheduler: str, storage: str) -> dict:
-    marks = tempfile.mkdtemp(prefix="marks_", dir=storage)
-    os.environ["BENCH_REUSE_MARKS"] = marks
     sched = (tune.ASHAScheduler(max_t=9, grace_period=1, reduction_factor=3) if scheduler == "asha"
              else tune.HyperBandScheduler(max_t=9, reduction_factor=3))
     tuner = tune.Tuner(trainable, param_space=SPACE,
@@ -97,14 +95,23 @@ def run_experiment(reuse: bool, trials: int, workers: int, scheduler: str, stora
     rows = [row for result in grid for row in result.metrics_history]
     first = [row["epoch_s"] for row in rows if row["run_epoch"] == 1]  # the first epoch after a (re)start
     second = [row["epoch_s"] for row in rows if row["run_epoch"] == 2]
-    return {"reuse": reuse, "wall_s": wall, "process_starts": len(os.listdir(marks)), "trial_runs": len(first),
+    first_report = [row["time_this_iter_s"] for row in rows if row["run_epoch"] == 1]  # what tune records
+    first_cpu = [row["epoch_cpu_s"] for row in rows if row["run_epoch"] == 1]
+    later_cpu = [row["epoch_cpu_s"] for row in rows if row["run_epoch"] > 1]
+    process_cpu: dict = {}  # each trial process's CPU time at its last report: its start-up, imports, data, epochs
+    for row in rows:
+        process_cpu[row["pid"]] = max(process_cpu.get(row["pid"], 0.0), row["process_cpu_s"])
+    return {"reuse": reuse, "wall_s": wall, "process_starts": len(process_cpu), "trial_runs": len(first),
+            "trial_processes_cpu_s": sum(process_cpu.values()),
             "first_epoch_s": statistics.median(first), "first_epoch_max_s": max(first),
+            "first_report_s": statistics.median(first_report), "first_epoch_cpu_s": statistics.median(first_cpu),
+            "later_epoch_cpu_s": statistics.median(later_cpu) if later_cpu else None,
             "second_epoch_s": statistics.median(second) if second else None,
             "best_acc": grid.get_best_result().metrics["acc"]}
 
 
 def standalone(epochs=3) -> list:
-    times, _ = epoch_loop({"lr": 1e-2, "width": 64, "batch": 64}, epochs)
+    times, _ = epoch_loop({"lr": 1e-2, "width": 256, "batch": 16}, epochs)
     return times
 
 
@@ -118,7 +125,7 @@ import importlib.util, sys
 spec = importlib.util.spec_from_file_location("bench_reuse", {path!r})
 mod = importlib.util.module_from_spec(spec); sys.modules["bench_reuse"] = mod; spec.loader.exec_module(mod)
 t2 = time.perf_counter()
-times, _ = mod.epoch_loop({{"lr": 1e-2, "width": 64, "batch": 64}}, 2)
+times, _ = mod.epoch_loop({{"lr": 1e-2, "width": 256, "batch": 16}}, 2)
 print(t1 - t0, t2 - t1, times[0], times[1])
 """
 
@@ -146,7 +153,13 @@ def main():
     parser.add_argument("--scheduler", choices=["asha", "hyperband"], default="asha")
     parser.add_argument("--standalone", action="store_true")
     parser.add_argument("--diagnose", action="store_true")
+    parser.add_argument("--blas-threads", type=int, default=None,
+                        help="OPENBLAS_NUM_THREADS/OMP_NUM_THREADS for the driver and its trial processes")
     args = parser.parse_args()
+    if args.blas_threads is not None and os.environ.get("OPENBLAS_NUM_THREADS") != str(args.blas_threads):
+        threads = str(args.blas_threads)  # read when NumPy loads: run this script again with them set
+        os.execve(sys.executable, [sys.executable, *sys.argv],
+                  {**os.environ, "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads})
     if args.diagnose:
         diagnose()
     if args.standalone:
@@ -159,14 +172,14 @@ def main():
                 rows.append(row)
                 print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}),
                       flush=True)
-    for reuse in (False, True):
+    keys = ("wall_s", "process_starts", "trial_runs", "trial_processes_cpu_s", "first_report_s", "first_epoch_s",
+            "first_epoch_cpu_s", "second_epoch_s", "later_epoch_cpu_s")
+    for reuse in (False, True) if rows else ():
         mine = [r for r in rows if r["reuse"] is reuse]
-        print(f"reuse_actors={reuse}: wall {statistics.median(r['wall_s'] for r in mine):.1f} s "
-              f"[{min(r['wall_s'] for r in mine):.1f}, {max(r['wall_s'] for r in mine):.1f}], process starts "
-              f"{[r['process_starts'] for r in mine]}, trial runs {[r['trial_runs'] for r in mine]}, first epoch "
-              f"median {statistics.median(r['first_epoch_s'] for r in mine):.3f} s, second epoch median "
-              f"{statistics.median(r['second_epoch_s'] for r in mine if r['second_epoch_s']):.3f} s")
-
+        figures = ", ".join(f"{key} {statistics.median(r[key] for r in mine):.3g} "
+                            f"[{min(r[key] for r in mine):.3g}, {max(r[key] for r in mine):.3g}]"
+                            for key in keys if all(r[key] is not None for r in mine))
+        print(f"reuse_actors={reuse} (median [min, max] of {len(mine)}): {figures}")
 
 if __name__ == "__main__":
     main()

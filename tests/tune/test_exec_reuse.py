@@ -225,30 +225,44 @@ def _fit(tmp_path, name, scheduler, reuse, workers):
     return tuner.fit()
 
 
-@pytest.mark.parametrize("scheduler, workers", [("hyperband", 2), ("asha", 1)])
-def test_schedulers_pause_and_resume_on_reused_processes_as_on_fresh_ones(tmp_path, marks, scheduler, workers):
-    """The same decisions, resumes and results with reused processes as with fresh ones (on one worker for
-    ASHA, whose decisions depend on the order in which results arrive)."""
-    def make():
-        if scheduler == "hyperband":
-            return tune.HyperBandScheduler(max_t=9, reduction_factor=3)
-        return tune.ASHAScheduler(max_t=9, grace_period=1, reduction_factor=3)
+def _scheduler(name):
+    if name == "hyperband":
+        return tune.HyperBandScheduler(max_t=9, reduction_factor=3)
+    return tune.ASHAScheduler(max_t=9, grace_period=1, reduction_factor=3)
 
-    fresh = _fit(tmp_path, "fresh", make(), reuse=False, workers=workers)
-    fresh_starts = process_starts(marks)
+
+@pytest.mark.parametrize("scheduler", ["hyperband", "asha"])
+def test_schedulers_pause_and_resume_on_a_reused_process_as_on_fresh_ones(tmp_path, marks, scheduler):
+    """One worker, so that the order of results, and so every decision, is the same in both runs."""
+    fresh = _fit(tmp_path, "fresh", _scheduler(scheduler), reuse=False, workers=1)
+    fresh_runs = sum(len({m["pid"] for m in r.metrics_history}) for r in fresh)
+    assert process_starts(marks) == fresh_runs >= 9  # a process per trial run
     for pid in os.listdir(marks):
         os.remove(marks / pid)
-    reused = _fit(tmp_path, "reused", make(), reuse=True, workers=workers)
+    reused = _fit(tmp_path, "reused", _scheduler(scheduler), reuse=True, workers=1)
 
     def outline(grid):
         return sorted((r.trial_id, r.config["x"], r.status, [m["training_iteration"] for m in r.metrics_history],
                        [m["resumed_from"] for m in r.metrics_history], r.metrics["loss"]) for r in grid)
 
     assert outline(reused) == outline(fresh)  # the same decisions, resumes and results
-    assert process_starts(marks) == workers and fresh_starts == sum(
-        len({(m["pid"]) for m in r.metrics_history}) for r in fresh) > 2
+    assert process_starts(marks) == 1
     if scheduler == "hyperband":  # trials were paused at rungs and resumed from their checkpoints
         assert any(m["resumed_from"] > 0 for r in reused for m in r.metrics_history)
+
+
+def test_hyperband_on_two_reused_processes_resumes_each_trial_where_it_paused(tmp_path, marks):
+    grid = _fit(tmp_path, "two", _scheduler("hyperband"), reuse=True, workers=2)
+    assert process_starts(marks) == 2 and all(r.status == "TERMINATED" for r in grid)
+    resumes = 0
+    for r in grid:
+        iterations = [m["training_iteration"] for m in r.metrics_history]
+        assert iterations == list(range(1, len(iterations) + 1))
+        for before, after in zip(r.metrics_history, r.metrics_history[1:]):
+            if after["resumed_from"] != before["resumed_from"]:  # a resume: from the last checkpoint it wrote
+                assert after["resumed_from"] == before["training_iteration"]
+                resumes += 1
+    assert resumes > 0
 
 
 @pytest.mark.parametrize("reuse, processes", [(None, 1), (False, 3)])

@@ -120,7 +120,9 @@ def _worker_main(payload, job, conn, lifeline) -> None:
     threading.Thread(target=_watch_driver, args=(lifeline, os.getppid()), daemon=True,
                      name="ember-tune-driver-watch").start()
     run, cwd, env, reuse = job
-    os.chdir(cwd)  # the trainable's module runs with the first trial's folder and environment
+    # a module that unpickling the trainable imports runs in the first trial's folder and environment (a
+    # script run as __main__ was imported before this, as __mp_main__, in the forkserver's)
+    os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
     try:
@@ -133,17 +135,16 @@ def _worker_main(payload, job, conn, lifeline) -> None:
     state = ProcessState.capture()  # after the trainable's module ran: what each trial starts from
     while True:
         state.restore(cwd, env)
-        kind = _run_one(trainable, run, conn, reuse)
-        if kind is None:
+        if not _run_one(trainable, run, conn, reuse):
             return
-        message = _next_job(conn)
-        if message is None:
+        job = _next_job(conn)
+        if job is None:
             return
-        run, cwd, env, reuse = message
+        run, cwd, env, reuse = job
 
 
-def _run_one(trainable, run, conn, reuse):
-    """Run one trial and send its end; returns its outcome's kind, or None when this process must exit."""
+def _run_one(trainable, run, conn, reuse) -> bool:
+    """Run one trial and send its end; returns whether this process waits for another trial."""
     fault_path = os.path.join(run.trial_dir, _FAULT_LOG)
     fault_file = open(fault_path, "w")
     faulthandler.enable(fault_file)
@@ -168,18 +169,17 @@ def _run_one(trainable, run, conn, reuse):
         again = False
         conn.send(("end", "error", None, "the trainable's returned dict could not be sent to the driver:\n"
                    + traceback.format_exc(), again))
-    return outcome.kind if again else None
+    return again
 
 
 def _next_job(conn):
-    """The next job from the driver, or None when it sends ``"exit"`` or closes the pipe."""
+    """The next job from the driver, or None when the driver closed the pipe."""
     while not conn.poll(DRIVER_CHECK_INTERVAL):  # the watcher ends the process if the driver dies
         pass
     try:
-        message = conn.recv()
+        return conn.recv()
     except (EOFError, OSError):
         return None
-    return None if message == "exit" else message
 
 
 # -- the driver side ----------------------------------------------------------------------------------------
@@ -322,7 +322,8 @@ class LocalExecutor(Executor):
 
     # -- trials -------------------------------------------------------------------------------------------
     def start(self, run) -> None:
-        """Start ``run`` in a new process (it must fit: see :meth:`has_free_slot`)."""
+        """Start ``run`` in an idle process (``reuse_actors``) or a new one (it must fit: see
+        :meth:`has_free_slot`)."""
         self._refuse_bad_start(run, set_up=self._payload is not None)
         cpu, gpu = self._check_resources(run.resources)
         gpus = self.gpu_picker.pick(gpu, exclude=self._held_gpus()) if gpu else []
