@@ -17,8 +17,8 @@ Start method. The default is ``"forkserver"`` (``"spawn"`` where it does not exi
 - ``fork`` copies the driver as it is: unsafe when the driver has threads (a progress
   table, Ray's or BLAS's threads; a lock held by another thread stays locked forever in
   the child), and every trial would inherit the driver's memory and open files;
-- ``spawn`` is safe but each trial pays for a fresh interpreter importing NumPy and ember;
-- ``forkserver`` forks each trial from a small single-threaded server process that has
+- ``spawn`` is safe but each trial process pays for a fresh interpreter importing NumPy and ember;
+- ``forkserver`` forks each trial process from a small single-threaded server process that has
   ember preloaded: safe like spawn, quick like fork.
 
 With spawn and forkserver the trainable travels by pickle, so it must be importable: a
