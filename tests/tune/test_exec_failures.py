@@ -83,11 +83,15 @@ def test_a_trainable_the_trial_cannot_import_is_an_error_event(executor, tmp_pat
     assert "only_in_the_driver" in ev.error
 
 
-def test_a_process_lingering_after_its_trial_ended_is_killed(executor, tmp_path, monkeypatch):
+def test_a_process_lingering_after_its_trial_ended_is_killed(tmp_path, monkeypatch):
     from ember.tune.executors import local
     monkeypatch.setattr(local, "EXIT_GRACE", 0.5)
-    start_trial(executor, lingering, tmp_path)
-    events = drive(executor)
+    executor = local.LocalExecutor(max_concurrent=1, reuse_actors=False)  # each process must exit after its trial
+    try:
+        start_trial(executor, lingering, tmp_path)
+        events = drive(executor)
+    finally:
+        executor.shutdown(timeout=5.0)
     assert [e.kind for e in events] == ["result", "complete"]
     assert gone(events[0].metrics["pid"])
 

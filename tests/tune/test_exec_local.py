@@ -95,7 +95,16 @@ def test_the_decision_takes_effect_at_that_report(executor, tmp_path, decision, 
     assert os.path.exists(tmp_path / "finally") and not os.path.exists(tmp_path / "swallowed")
 
 
-def test_pause_then_resume_from_the_checkpoint(executor, tmp_path):
+@pytest.mark.parametrize("reuse", [True, False])
+def test_pause_then_resume_from_the_checkpoint(tmp_path, reuse):
+    executor = LocalExecutor(max_concurrent=2, num_cpus=4, reuse_actors=reuse)
+    try:
+        _pause_then_resume(executor, tmp_path, reuse)
+    finally:
+        executor.shutdown(timeout=5.0)
+
+
+def _pause_then_resume(executor, tmp_path, reuse):
     start_trial(executor, counting, tmp_path, config={"steps": 5})
     first = drive(executor, lambda ev: Decision.PAUSE if ev.metrics["training_iteration"] == 2 else Decision.CONTINUE)
     assert first[-1].kind == "paused"
@@ -107,7 +116,7 @@ def test_pause_then_resume_from_the_checkpoint(executor, tmp_path):
     assert all(r["resumed_from"] == 2 for r in results)
     assert second[-1].kind == "complete"
     assert tune.Checkpoint(second[-2].checkpoint).to_dict()["step"] == 5
-    assert results[0]["pid"] != first[0].metrics["pid"]  # a new process
+    assert (results[0]["pid"] == first[0].metrics["pid"]) is reuse  # the same process when reused
 
 
 def where(config):

@@ -45,6 +45,9 @@ class TuneConfig:
     - ``trial_timeout_s``: seconds a trial's run (from its start or resume) may last; a run still going
       then is killed and counts as a failure ("trial exceeded trial_timeout_s=..."), retried per
       ``FailureConfig(max_failures)``; None: no limit.
+    - ``reuse_actors``: keep trial processes for the next trials and resumes, so what the trainable's module
+      loads is loaded once per process (True), or start one per trial run (False); None: the executor's
+      default (the local executor reuses them; see :class:`ember.tune.LocalExecutor`).
     """
     metric: str | None = None
     mode: str | None = None
@@ -56,6 +59,7 @@ class TuneConfig:
     executor: object = "local"
     time_budget_s: float | None = None
     trial_timeout_s: float | None = None
+    reuse_actors: bool | None = None
 
     def __post_init__(self):
         if isinstance(self.time_budget_s, datetime.timedelta):
@@ -70,6 +74,8 @@ class TuneConfig:
             raise TypeError(f"TuneConfig: metric must be the name of a reported key (str), got {self.metric!r}")
         _check_count("TuneConfig", "num_samples", self.num_samples, 1, allow_none=False, allow_minus_one=True)
         _check_count("TuneConfig", "max_concurrent_trials", self.max_concurrent_trials, 1)
+        if self.reuse_actors not in (None, True, False):
+            raise TypeError(f"TuneConfig: reuse_actors must be True, False or None, got {self.reuse_actors!r}")
 
 
 @dataclasses.dataclass

@@ -54,6 +54,7 @@ def check_header(records: list, journal_path: str) -> dict:
             ("progress_interval", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0,
              "seconds >= 0"),
             ("trainable", lambda v: isinstance(v, str), "a str"),
+            ("reuse_actors", lambda v: v is None or isinstance(v, bool), "true, false or null"),
             *((key, lambda v: v is None or isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
                "seconds > 0 or null") for key in ("time_budget_s", "trial_timeout_s"))):
         if key in tuner and not ok(tuner[key]):

@@ -151,7 +151,8 @@ class Tuner:
                                       num_samples=experiment.num_samples,
                                       max_concurrent_trials=settings.get("max_concurrent_trials"),
                                       search_alg=experiment.searcher, scheduler=experiment.scheduler,
-                                      seed=experiment.seed, executor=executor, **limits)
+                                      seed=experiment.seed, executor=executor,
+                                      reuse_actors=settings.get("reuse_actors"), **limits)
         self.run_config = RunConfig(name=os.path.basename(path), storage_path=os.path.dirname(path),
                                     stop=experiment.stop, checkpoint_config=experiment.checkpoint_config,
                                     failure_config=FailureConfig(experiment.max_failures),
@@ -173,6 +174,8 @@ class Tuner:
         executor = registry.resolve("executor", tc.executor)
         check_importable(self.trainable, executor)  # before the experiment's folder is made
         experiment = self._experiment = experiment or self._new_experiment()
+        if tc.reuse_actors is not None:
+            executor.set_reuse_actors(tc.reuse_actors)
         resources = getattr(self.trainable, "resources", {"cpu": 1, "gpu": 0})
         callbacks = CallbackList(self._callbacks())
         executor.setup(self.trainable, experiment.path)
@@ -211,7 +214,7 @@ class Tuner:
         settings = {"executor": component_spec("executor", tc.executor), "trainable": qualified_name(self.trainable),
                     "max_concurrent_trials": tc.max_concurrent_trials, "verbose": rc.verbose,
                     "progress_interval": rc.progress_interval, "time_budget_s": tc.time_budget_s,
-                    "trial_timeout_s": tc.trial_timeout_s}
+                    "trial_timeout_s": tc.trial_timeout_s, "reuse_actors": tc.reuse_actors}
         return Experiment(self.param_space, tc.metric, tc.mode, search_alg=tc.search_alg,
                           scheduler=tc.scheduler, num_samples=tc.num_samples, seed=tc.seed,
                           storage_path=rc.storage_path or "~/ember_results", name=rc.name,

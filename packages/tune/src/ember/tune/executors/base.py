@@ -49,6 +49,13 @@ class Executor(Buildable):
         """Called once before the first :meth:`start`."""
         self.trainable, self.experiment_dir = trainable, experiment_dir
 
+    def set_reuse_actors(self, reuse: bool) -> None:
+        """``TuneConfig(reuse_actors=...)``: keep trial processes for the next trials. An executor that
+        cannot refuses True."""
+        if reuse:
+            raise ValueError(f"{type(self).__name__} does not reuse trial processes: TuneConfig(reuse_actors=True) "
+                             "needs an executor that does (the local one)")
+
     def has_free_slot(self, resources: dict) -> bool:
         """Whether a trial needing ``resources`` ({"cpu": n, "gpu": m}) can start now."""
         raise NotImplementedError

@@ -1,6 +1,9 @@
-"""LocalExecutor: each trial in its own process on this machine, ``max_concurrent`` at a time.
+"""LocalExecutor: trials in processes of their own on this machine, ``max_concurrent`` at a time.
 
-A trial process runs ``trainable(config)`` through :func:`ember.tune.session.run_trial`.
+A trial process runs ``trainable(config)`` through :func:`ember.tune.session.run_trial`;
+with ``reuse_actors`` (the default) it then waits for the next trial or resume, so the
+trainable's module (its imports, a data set it loads) is loaded once per process, and each
+trial starts from the state the process had after loading it (see :class:`LocalExecutor`).
 It talks to the driver over its own pipe: each ``tune.report`` sends the result and
 waits for the answer that :meth:`LocalExecutor.respond` sends, so a scheduler's
 decision takes effect at that very report. While it waits in :meth:`~LocalExecutor.poll`,
@@ -14,8 +17,8 @@ Start method. The default is ``"forkserver"`` (``"spawn"`` where it does not exi
 - ``fork`` copies the driver as it is: unsafe when the driver has threads (a progress
   table, Ray's or BLAS's threads; a lock held by another thread stays locked forever in
   the child), and every trial would inherit the driver's memory and open files;
-- ``spawn`` is safe but each trial pays for a fresh interpreter importing NumPy and ember;
-- ``forkserver`` forks each trial from a small single-threaded server process that has
+- ``spawn`` is safe but each trial process pays for a fresh interpreter importing NumPy and ember;
+- ``forkserver`` forks each trial process from a small single-threaded server process that has
   ember preloaded: safe like spawn, quick like fork.
 
 With spawn and forkserver the trainable travels by pickle, so it must be importable: a
@@ -59,6 +62,7 @@ from ember import hookimpl
 from .. import gpus as _gpus
 from .. import session as _session
 from ..schedulers.base import Decision
+from ._process_state import ProcessState
 from .base import Executor, ExecutorEvent
 
 #: how often (s) a trial process checks that the driver is still alive
@@ -104,17 +108,43 @@ def _watch_driver(lifeline, parent_pid: int) -> None:
             os._exit(70)
 
 
-def _trial_main(payload, run, conn, lifeline, cwd, env) -> None:
-    """Body of a trial process: run the trainable, send each result and the way it ended over ``conn``.
+def _worker_main(payload, job, conn, lifeline) -> None:
+    """Body of a trial process: load the trainable, run ``job``'s trial, and, while the driver sends more,
+    the next ones.
 
-    ``cwd`` and ``env`` are the driver's when it started the trial (a forkserver's children would otherwise
-    have the server's, from when it started), plus the trial's GPUs."""
+    A job is ``(run, cwd, env, reuse)``: ``cwd`` and ``env`` are the driver's when it started the trial (a
+    forkserver's children would otherwise have the server's, from when it started), plus the trial's GPUs.
+    Each result and the way each trial ended go to the driver over ``conn``; the end message says whether
+    this process then waits for another job: with ``reuse``, after a trial that did not fail."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_driver, args=(lifeline, os.getppid()), daemon=True,
+                     name="ember-tune-driver-watch").start()
+    run, cwd, env, reuse = job
+    # a module that unpickling the trainable imports runs in the first trial's folder and environment (a
+    # script run as __main__ was imported before this, as __mp_main__, in the forkserver's)
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
-    threading.Thread(target=_watch_driver, args=(lifeline, os.getppid()), daemon=True,
-                     name="ember-tune-driver-watch").start()
+    try:
+        trainable = pickle.loads(payload) if isinstance(payload, bytes) else payload
+    except Exception:
+        conn.send(("end", "error", None, (
+            "the trainable could not be loaded in the trial process: its module must be importable in a fresh "
+            "Python process (on sys.path, or the script that was run)\n" + traceback.format_exc()), False))
+        return
+    state = ProcessState.capture()  # after the trainable's module ran: what each trial starts from
+    while True:
+        state.restore(cwd, env)
+        if not _run_one(trainable, run, conn, reuse):
+            return
+        job = _next_job(conn)
+        if job is None:
+            return
+        run, cwd, env, reuse = job
+
+
+def _run_one(trainable, run, conn, reuse) -> bool:
+    """Run one trial and send its end; returns whether this process waits for another trial."""
     fault_path = os.path.join(run.trial_dir, _FAULT_LOG)
     fault_file = open(fault_path, "w")
     faulthandler.enable(fault_file)
@@ -125,30 +155,37 @@ def _trial_main(payload, run, conn, lifeline, cwd, env) -> None:
             pass
         return Decision(conn.recv())
 
-    try:
-        trainable = pickle.loads(payload) if isinstance(payload, bytes) else payload
-    except Exception:
-        outcome = _session.TrialOutcome("error", error=(
-            "the trainable could not be loaded in the trial process: its module must be importable in a fresh "
-            "Python process (on sys.path, or the script that was run)\n" + traceback.format_exc()))
-    else:
-        outcome = _session.run_trial(trainable, run, channel)
+    outcome = _session.run_trial(trainable, run, channel)
     faulthandler.disable()
     fault_file.close()
     try:
         os.remove(fault_path)
     except OSError:
         pass
+    again = reuse and outcome.kind != "error"  # a failed trial may have left this process broken
     try:
-        conn.send(("end", *outcome))
+        conn.send(("end", *outcome, again))
     except (pickle.PicklingError, TypeError, AttributeError):  # the returned metrics cannot travel
+        again = False
         conn.send(("end", "error", None, "the trainable's returned dict could not be sent to the driver:\n"
-                   + traceback.format_exc()))
+                   + traceback.format_exc(), again))
+    return again
+
+
+def _next_job(conn):
+    """The next job from the driver, or None when the driver closed the pipe."""
+    while not conn.poll(DRIVER_CHECK_INTERVAL):  # the watcher ends the process if the driver dies
+        pass
+    try:
+        return conn.recv()
+    except (EOFError, OSError):
+        return None
 
 
 # -- the driver side ----------------------------------------------------------------------------------------
 class _Trial:
-    """A trial process the executor owns (running, or ended and not yet gone)."""
+    """A trial process the executor owns: running a trial, ended and not yet gone, or idle (kept for reuse,
+    ``trial_id`` None)."""
 
     def __init__(self, trial_id, process, conn, lifeline, cpu, gpus, trial_dir):
         self.trial_id, self.process, self.conn, self.lifeline = trial_id, process, conn, lifeline
@@ -165,10 +202,22 @@ class LocalExecutor(Executor):
     ``{"cpu": n, "gpu": m}``; with ``m > 0`` it gets ``m`` free GPUs, picked by memory status
     (:mod:`ember.tune.gpus`; a GPU is free below ``gpu_max_memory`` of its memory used), in
     ``CUDA_VISIBLE_DEVICES``; with ``m == 0`` it sees no GPU. ``start_method``: see the module docstring.
+
+    ``reuse_actors`` (default True, Ray Tune's name): a trial process that ran a trial to its end (complete,
+    paused or stopped by a scheduler's answer) waits for the next trial or resume instead of exiting, so what
+    the trainable's module loads (imports, data sets) is loaded once per process, not once per trial. Each
+    trial still starts from the state the process had after loading the trainable: working directory,
+    environment, random states, default dtype and grad mode are put back (see
+    :mod:`ember.tune.executors._process_state`), and the session is the trial's own. A trial that failed
+    gets a fresh process (its exception may have left the old one broken), as does one stopped by
+    :meth:`stop` (its process is killed), one using GPUs (``CUDA_VISIBLE_DEVICES`` is read when a process
+    starts) and, with ``start_method="fork"``, one whose configuration cannot be pickled. False: one process
+    per trial run, as before.
     """
 
     def __init__(self, max_concurrent: int | None = None, num_cpus: float | None = None,
-                 start_method: str | None = None, gpu_max_memory: float = 0.5, gpu_picker=None):
+                 start_method: str | None = None, gpu_max_memory: float = 0.5, gpu_picker=None,
+                 reuse_actors: bool = True):
         cpus = _cpu_count()
         if max_concurrent is None:
             max_concurrent = cpus
@@ -180,9 +229,11 @@ class LocalExecutor(Executor):
         if method not in multiprocessing.get_all_start_methods():
             raise ValueError(f"start_method must be one of {multiprocessing.get_all_start_methods()}, got {method!r}")
         self.max_concurrent, self.num_cpus, self.start_method = max_concurrent, num_cpus or cpus, method
+        self.set_reuse_actors(reuse_actors)
         self.gpu_picker = gpu_picker or _gpus.GPUPicker(max_memory=gpu_max_memory)
         self._ctx = multiprocessing.get_context(method)
         self._trials: dict = {}
+        self._idle: list = []  # _Trial objects of processes that wait for their next trial
         self._payload = None
         self._closed = False
         self._warned_gpus = False
@@ -212,6 +263,13 @@ class LocalExecutor(Executor):
                 "level, not as a lambda or inside a function (or use LocalExecutor(start_method='fork'))") from None
         if self.start_method == "forkserver":
             self._ctx.set_forkserver_preload(PRELOAD)
+
+    def set_reuse_actors(self, reuse: bool) -> None:
+        """Keep trial processes for the next trials (``reuse_actors``; what ``TuneConfig(reuse_actors=...)``
+        sets)."""
+        if not isinstance(reuse, bool):
+            raise TypeError(f"reuse_actors must be True or False, got {reuse!r}")
+        self.reuse_actors = reuse
 
     def _check_resources(self, resources) -> tuple:
         if not isinstance(resources, dict):
@@ -254,12 +312,18 @@ class LocalExecutor(Executor):
 
     @property
     def running(self) -> list:
-        """Ids of the trials whose processes are alive."""
+        """Ids of the running trials (or ended ones whose processes have not exited yet)."""
         return list(self._trials)
+
+    @property
+    def idle_processes(self) -> int:
+        """How many trial processes wait for a next trial (``reuse_actors``)."""
+        return len(self._idle)
 
     # -- trials -------------------------------------------------------------------------------------------
     def start(self, run) -> None:
-        """Start ``run`` in a new process (it must fit: see :meth:`has_free_slot`)."""
+        """Start ``run`` in an idle process (``reuse_actors``) or a new one (it must fit: see
+        :meth:`has_free_slot`)."""
         self._refuse_bad_start(run, set_up=self._payload is not None)
         cpu, gpu = self._check_resources(run.resources)
         gpus = self.gpu_picker.pick(gpu, exclude=self._held_gpus()) if gpu else []
@@ -272,11 +336,37 @@ class LocalExecutor(Executor):
         run = dataclasses.replace(run, trial_dir=os.path.abspath(run.trial_dir),
                                   checkpoint=None if run.checkpoint is None else os.path.abspath(run.checkpoint))
         os.makedirs(run.trial_dir, exist_ok=True)
-        env = {**os.environ, **_gpus.visible_devices_env(gpus)}
+        job = (run, os.getcwd(), {**os.environ, **_gpus.visible_devices_env(gpus)}, self.reuse_actors and not gpus)
+        trial = self._reused(job, gpus) or self._spawn(job)
+        trial.trial_id, trial.cpu, trial.gpus, trial.trial_dir = run.trial_id, cpu, gpus, run.trial_dir
+        self._trials[run.trial_id] = trial
+        _live.add(self)
+
+    def _reused(self, job, gpus):
+        """An idle process, given ``job``; None when none can take it."""
+        self._reap_idle()
+        while self._idle and not gpus:
+            trial = self._idle.pop()
+            try:
+                trial.conn.send(job)
+            except (pickle.PicklingError, TypeError, AttributeError):  # fork: a config that cannot travel
+                self._idle.append(trial)
+                return None
+            except OSError:  # it died meanwhile
+                self._terminate([trial], 0.0)
+                continue
+            return trial
+        return None
+
+    def _spawn(self, job):
+        """A new process running ``job``; an idle one is ended first if the processes would exceed
+        ``max_concurrent``."""
+        if self._idle and len(self._trials) + len(self._idle) >= self.max_concurrent:
+            self._terminate([self._idle.pop(0)], 0.0)
         conn, child_conn = self._ctx.Pipe()
         lifeline_r, lifeline_w = self._ctx.Pipe(duplex=False)
-        process = self._ctx.Process(target=_trial_main, name=f"ember-tune-trial-{run.trial_id}",
-                                    args=(self._payload, run, child_conn, lifeline_r, os.getcwd(), env))
+        process = self._ctx.Process(target=_worker_main, name=f"ember-tune-trial-{job[0].trial_id}",
+                                    args=(self._payload, job, child_conn, lifeline_r))
         try:
             process.start()
         except BaseException:
@@ -284,8 +374,7 @@ class LocalExecutor(Executor):
             raise
         finally:
             child_conn.close(), lifeline_r.close()
-        self._trials[run.trial_id] = _Trial(run.trial_id, process, conn, lifeline_w, cpu, gpus, run.trial_dir)
-        _live.add(self)
+        return _Trial(None, process, conn, lifeline_w, 0, [], None)
 
     def respond(self, trial_id: str, decision) -> None:
         """Answer trial ``trial_id``'s pending result: CONTINUE, PAUSE or STOP (a Decision or its value)."""
@@ -338,9 +427,14 @@ class LocalExecutor(Executor):
                 trial.waiting = True
                 events.append(ExecutorEvent("result", trial.trial_id, metrics=message[1], checkpoint=message[2]))
             else:
-                _, kind, metrics, error = message
+                _, kind, metrics, error, again = message
                 trial.ended_at, trial.waiting = time.monotonic(), False
                 events.append(ExecutorEvent(kind, trial.trial_id, metrics=metrics, error=error))
+                if again and not self._closed:  # the process waits for its next trial
+                    self._trials.pop(trial.trial_id, None)
+                    trial.trial_id = trial.trial_dir = trial.ended_at = None
+                    self._idle.append(trial)
+                    return True
         if not exited and trial.process.exitcode is None:
             return False
         if trial.ended_at is None:
@@ -365,13 +459,23 @@ class LocalExecutor(Executor):
             if end is not None:
                 end.close()
         trial.conn = trial.lifeline = None
-        try:
-            os.remove(os.path.join(trial.trial_dir, _FAULT_LOG))
-        except OSError:
-            pass
+        if trial.trial_dir is not None:
+            try:
+                os.remove(os.path.join(trial.trial_dir, _FAULT_LOG))
+            except OSError:
+                pass
         if not trial.process.is_alive():
             trial.process.close()
-        self._trials.pop(trial.trial_id, None)
+        if trial.trial_id is not None:
+            self._trials.pop(trial.trial_id, None)
+        elif trial in self._idle:
+            self._idle.remove(trial)
+
+    def _reap_idle(self) -> None:
+        """Release idle processes that exited (killed from outside, or their driver watch fired)."""
+        for trial in list(self._idle):
+            if trial.process.exitcode is not None:
+                self._release(trial)
 
     def _kill_lingering(self) -> bool:
         """Kill trial processes that ended their trial more than EXIT_GRACE ago and are still there."""
@@ -412,7 +516,7 @@ class LocalExecutor(Executor):
         """End every trial process within ``timeout`` seconds (SIGTERM, then SIGKILL) and refuse new trials."""
         self._closed = True
         _live.discard(self)
-        self._terminate(list(self._trials.values()), 0.8 * timeout, max(0.2 * timeout, 0.1))
+        self._terminate(list(self._trials.values()) + self._idle, 0.8 * timeout, max(0.2 * timeout, 0.1))
 
 
 @atexit.register
