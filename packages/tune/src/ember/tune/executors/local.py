@@ -49,7 +49,6 @@ import multiprocessing
 import os
 import pickle
 import signal
-import sys
 import threading
 import time
 import traceback
@@ -61,6 +60,7 @@ from ember import hookimpl
 
 from .. import gpus as _gpus
 from .. import session as _session
+from ..interactive import check_importable
 from ..schedulers.base import Decision
 from ._process_state import ProcessState
 from .base import Executor, ExecutorEvent
@@ -247,13 +247,7 @@ class LocalExecutor(Executor):
         if self.start_method == "fork":
             self._payload = trainable
             return
-        main = sys.modules.get("__main__")
-        if getattr(trainable, "__module__", None) == "__main__" and not getattr(main, "__file__", None):
-            raise TypeError(
-                f"the trainable {getattr(trainable, '__qualname__', trainable)!r} is defined in an interactive session "
-                f"(a notebook, the REPL or python -c): a trial process started with {self.start_method!r} cannot "
-                "import it; define it in a .py module and import it from there, or use "
-                "LocalExecutor(start_method='fork')")
+        check_importable(trainable, self)
         try:
             self._payload = pickle.dumps(trainable)
         except Exception as exc:
