@@ -284,3 +284,38 @@ def test_synch_in_an_experiment(tmp_path):
     fifth = exp.get_trial("00000").results[4]
     assert fifth["w"] == pytest.approx(3.2 + fifth["lr"])
     assert all(t.status == "TERMINATED" for t in exp.trials)
+
+
+def grower(config):
+    """w grows by lr each step (of 0.05 s: the trials keep pace); checkpointed every step and resumed from it."""
+    import time
+    checkpoint = tune.get_checkpoint()
+    state = {"w": 0.0, "step": 0} if checkpoint is None else checkpoint.to_dict()
+    for step in range(int(state["step"]) + 1, 13):
+        time.sleep(0.05)
+        state = {"w": float(state["w"]) + config["lr"], "step": step}
+        tune.report({"w": state["w"], "lr": config["lr"], "start": checkpoint.path if checkpoint else ""},
+                    checkpoint=state)
+
+
+@pytest.mark.timeout(180)
+def test_tuner_trials_resume_from_the_copied_checkpoint_with_the_new_config(tmp_path):
+    pbt = PopulationBasedTraining(perturbation_interval=4, hyperparam_mutations={"lr": LRS}, seed=3)
+    tuner = tune.Tuner(grower, param_space={"lr": tune.grid_search(LRS[:4])},
+                       tune_config=tune.TuneConfig(metric="w", mode="max", scheduler=pbt, max_concurrent_trials=4,
+                                                   seed=0),
+                       run_config=tune.RunConfig(storage_path=str(tmp_path), name="pbt", verbose=0))
+    grid = tuner.fit()
+    assert grid.num_errors == 0 and grid.num_terminated == 4
+    records = exploit_records(os.path.join(tmp_path, "pbt"))
+    assert records and pbt.num_perturbations == len(records)
+    last_of_each = {record["t"]: record for record in records}  # (an earlier one's results may be re-run)
+    for record in last_of_each.values():
+        target = next(r for r in grid if r.metrics["trial_id"] == record["t"])
+        resumed = [m for m in target.metrics_history if m["start"].endswith(os.path.basename(record["ck"]))]
+        first = min(resumed, key=lambda m: m["training_iteration"])
+        # its run began from the source's state at that iteration, with the explored lr
+        source_w = tune.Checkpoint(os.path.join(tmp_path, "pbt", record["ck"])).to_dict()["w"]
+        assert first["training_iteration"] == record["i"] + 1 and first["lr"] == record["c"]["lr"]
+        assert first["w"] == pytest.approx(float(source_w) + record["c"]["lr"])
+        assert target.config == record["c"]
