@@ -319,3 +319,35 @@ def test_tuner_trials_resume_from_the_copied_checkpoint_with_the_new_config(tmp_
         assert first["training_iteration"] == record["i"] + 1 and first["lr"] == record["c"]["lr"]
         assert first["w"] == pytest.approx(float(source_w) + record["c"]["lr"])
         assert target.config == record["c"]
+
+
+@pytest.mark.parametrize("change", [{"ck": "../victim.safetensors"}, {"src": "00002"}, {"c": {"lr": 99.0}},
+                                    {"t": "00009"}])
+def test_a_tampered_exploit_record_is_a_journal_error_and_touches_no_file(tmp_path, change):
+    full = drive(make(tmp_path, "full"))
+    victim = tmp_path / "victim.safetensors"
+    victim.write_bytes(b"keep")
+    path = os.path.join(full.path, "journal.jsonl")
+    with open(path) as f:
+        records = [json.loads(line) for line in f]
+    index = next(i for i, r in enumerate(records) if r["e"] == "exploit")
+    records[index].update(change)
+    with open(path, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in records)
+    with pytest.raises(tune.journal.JournalError, match=f"line {index + 1}"):
+        tune.Experiment.restore(full.path)
+    assert victim.read_bytes() == b"keep"
+
+
+def test_state_dict_round_trip_continues_with_the_same_draws():
+    pbt = scripted()
+    for i in range(4):
+        checkpoint_and_report(pbt, str(i), float(i), 4)
+    pbt.take_exploits()
+    state = json.loads(json.dumps(pbt.state_dict()))  # JSON-safe
+    copy = scripted()
+    copy.load_state_dict(state)
+    for scheduler in (pbt, copy):
+        for i in range(4, 8):
+            checkpoint_and_report(scheduler, str(i), float(i), 4)
+    assert pbt.take_exploits() == copy.take_exploits() != {}
