@@ -45,13 +45,15 @@ def loss(theta: np.ndarray, t: int, iterations: int) -> float:
     return float(curvature(t, iterations) / 2 * np.mean(theta ** 2))
 
 
-def run(method: str, seed: int, trials: int, iterations: int) -> float:
+def run(method: str, seed: int, trials: int, iterations: int, bound: float = 1.0) -> float:
     import ember
     from ember import tune
     scheduler = None
     if method == "pbt":
         scheduler = tune.PopulationBasedTraining(perturbation_interval=4,
                                                  hyperparam_mutations={"lr": tune.loguniform(1e-4, 1)})
+    elif method == "pb2":
+        scheduler = tune.PB2(perturbation_interval=4, hyperparam_bounds={"lr": [1e-4, bound]})
     with tempfile.TemporaryDirectory() as folder:
         exp = tune.Experiment({"lr": tune.loguniform(1e-4, 1)}, "loss", "min", scheduler=scheduler,
                               num_samples=trials, seed=seed, storage_path=folder, name=method)
@@ -88,15 +90,19 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, default=11)
     parser.add_argument("--trials", type=int, default=16)
     parser.add_argument("--iterations", type=int, default=40)
+    parser.add_argument("--pb2", action="store_true", help="also PB2, with lr bounds [1e-4, 1] and [1e-4, 0.05]")
     args = parser.parse_args(argv)
     medians = {}
     print(f"{args.trials} trials x {args.iterations} iterations, {args.seeds} seeds; final loss of the best trial "
           "(lower is better)")
-    for method in ("random", "pbt"):
-        scores = [run(method, seed, args.trials, args.iterations) for seed in range(args.seeds)]
+    methods = [("random", 1.0), ("pbt", 1.0)] + ([("pb2", 1.0), ("pb2", 0.05)] if args.pb2 else [])
+    for method, bound in methods:
+        scores = [run(method, seed, args.trials, args.iterations, bound) for seed in range(args.seeds)]
+        if method == "pb2":
+            method = f"pb2<{bound:g}"
         q = statistics.quantiles(scores, n=4, method="inclusive") if len(scores) > 1 else [scores[0]] * 3
-        medians[method] = statistics.median(scores)
-        print(f"{method:7s} median {medians[method]:.4g}  quartiles [{q[0]:.4g}, {q[2]:.4g}]  "
+        medians.setdefault(method, statistics.median(scores))
+        print(f"{method:9s} median {medians[method]:.4g}  quartiles [{q[0]:.4g}, {q[2]:.4g}]  "
               f"min {min(scores):.4g}  max {max(scores):.4g}")
     ratio = medians["random"] / medians["pbt"]
     print(f"PBT's median final loss is {ratio:.1f}x lower than random search's")

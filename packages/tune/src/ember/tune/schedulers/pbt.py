@@ -204,6 +204,7 @@ class PopulationBasedTraining(MetricScheduler):
             state[2] = t
         if t < self.burn_in_period or t - state[0] < self.perturbation_interval:
             return Decision.CONTINUE
+        self._observe(trial_id, t, loss)
         state[0], state[1] = t, loss
         if self.synch:
             self._waiting.append(trial_id)
@@ -227,8 +228,7 @@ class PopulationBasedTraining(MetricScheduler):
         source_state = self._trials[source]
         if source_state[2] is None:
             return False
-        config = explore(source_state[4], self.hyperparam_mutations, self._rng, self.resample_probability,
-                         self.perturbation_factors, self.custom_explore_fn)
+        config = self._explore(source_state[4], source_state[0])
         target = self._trials[trial_id]
         if self.log_config:
             self.policy_log.append({"target": trial_id, "source": source, "target_time": target[0],
@@ -238,6 +238,14 @@ class PopulationBasedTraining(MetricScheduler):
         self._exploits[trial_id] = (source, copy.deepcopy(config))
         self.num_perturbations += 1
         return True
+
+    def _observe(self, trial_id: str, t: float, loss: float) -> None:
+        """A perturbation point of ``trial_id`` (before its score is updated): what PB2 learns from."""
+
+    def _explore(self, config: dict, t: float) -> dict:
+        """The new configuration of a trial that copies ``config`` (its source's, at time ``t``)."""
+        return explore(config, self.hyperparam_mutations, self._rng, self.resample_probability,
+                       self.perturbation_factors, self.custom_explore_fn)
 
     def take_exploits(self) -> dict:
         exploits, self._exploits = self._exploits, {}
