@@ -130,6 +130,8 @@ def test_bottom_quantile_exploits_the_top_quantile_at_perturbation_points_only()
     assert pbt.num_perturbations == 7
     assert pbt.take_exploits() == {}
     assert [(e["target"], e["source"]) for e in pbt.policy_log] == [(t, s) for t, (s, _) in exploits.items()]
+    assert pbt.describe_trial("1") == "copied trial 0 at t=4, resumes with the explored config"
+    assert pbt.describe_trial("0") == "next perturbation at t=8"
     # an exploiting trial resumes at the time of the source's checkpoint (4): its next perturbation is at 8
     assert pbt.on_result("6", {"loss": 99.0, "training_iteration": 7}) is C
     assert pbt.on_result("6", {"loss": 99.0, "training_iteration": 8}) is P

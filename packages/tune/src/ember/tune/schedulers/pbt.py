@@ -167,6 +167,7 @@ class PopulationBasedTraining(MetricScheduler):
         #: checkpoint or None, ended, its config]
         self._trials: dict = {}
         self._exploits: dict = {}  # target -> (source, new config), until the experiment takes them
+        self._notes: dict = {}  # target -> what its latest exploit did, for the progress view
         self._decisions: dict = {}
         self._waiting: list = []  # synch: trials paused at the barrier, in order of arrival
         self._checkpointed = None  # the trial whose result about to come has a checkpoint
@@ -235,6 +236,7 @@ class PopulationBasedTraining(MetricScheduler):
                                     "source_time": source_state[0], "old_config": target[4], "new_config": config})
         # it resumes where the source's checkpoint was taken: its next perturbation is an interval later
         target[0], target[4] = source_state[2], config
+        self._notes[trial_id] = f"copied trial {source} at t={source_state[2]:g}, resumes with the explored config"
         self._exploits[trial_id] = (source, copy.deepcopy(config))
         self.num_perturbations += 1
         return True
@@ -282,7 +284,7 @@ class PopulationBasedTraining(MetricScheduler):
             return ""
         if trial_id in self._waiting:
             return f"waits for the population at t={state[0]:g} ({len(self._waiting)} arrived)"
-        return f"last perturbed at t={state[0]:g}"
+        return self._notes.get(trial_id, f"next perturbation at t={state[0] + self.perturbation_interval:g}")
 
     def state_dict(self) -> dict:
         return {"settings": self.settings(), "rng": self._rng.bit_generator.state,
