@@ -55,6 +55,8 @@ def test_explore_moves_list_values_to_a_neighbour_clipped_at_the_ends():
     assert explore({"lr": 1.6}, mutations, ScriptedRng([0.9, 0.7]), 0.25) == {"lr": 1.6}  # clipped at the top
     assert explore({"lr": 0.4}, mutations, ScriptedRng([0.1], [4]), 0.25) == {"lr": 1.6}  # resampled: entry 4
     assert explore({"lr": 3.0}, mutations, ScriptedRng([0.9], [0]), 0.25) == {"lr": 0.1}  # not in the list
+    act = {"act": tune.choice(["relu", "tanh", "gelu"])}  # a choice domain is its list of categories
+    assert explore({"act": "relu"}, act, ScriptedRng([0.9, 0.7]), 0.25) == {"act": "tanh"}
 
 
 def test_explore_nested_dicts_and_custom_explore_fn():

@@ -30,7 +30,7 @@ import numpy as np
 
 from ember import hookimpl
 
-from ..domains import Domain, find_index
+from ..domains import Categorical, Domain, find_index
 from ._common import MetricScheduler, check_settings, encode, number
 from .base import Decision
 
@@ -42,9 +42,9 @@ def explore(config: dict, mutations: dict, rng, resample_probability: float = 0.
             perturbation_factors=PERTURBATION_FACTORS, custom_explore_fn=None) -> dict:
     """A perturbed copy of ``config`` (Ray Tune's rule), for every key of ``mutations``:
 
-    - a list or tuple of values: with probability ``resample_probability`` (or when the current value is
-      not in the list) a value drawn from the list, else the entry one place lower or higher (chosen at
-      random; clipped at the ends);
+    - a list or tuple of values (or ``tune.choice(values)``): with probability ``resample_probability`` (or
+      when the current value is not in the list) a value drawn from the list, else the entry one place lower
+      or higher (chosen at random; clipped at the ends);
     - a domain (``tune.uniform(...)``, ...) or a function of no arguments: with probability
       ``resample_probability`` a fresh sample, else the current value times one of ``perturbation_factors``
       (drawn at random; an int stays an int);
@@ -63,6 +63,8 @@ def explore(config: dict, mutations: dict, rng, resample_probability: float = 0.
             raise KeyError(f"hyperparam_mutations has {key!r}, which the trial's config has not (its keys: "
                            f"{sorted(config)}); put {key!r} in param_space too")
         value = config[key]
+        if isinstance(spec, Categorical):  # tune.choice([...]): the list of its categories
+            spec = spec.categories
         if isinstance(spec, dict):
             if not isinstance(value, dict):
                 raise TypeError(f"hyperparam_mutations[{key!r}] is a dict but the config's {key!r} is {value!r}")
