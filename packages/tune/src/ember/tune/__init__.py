@@ -26,6 +26,7 @@ _EXPORTS = {
     "MedianStoppingRule": "schedulers.median",
     "HyperBandScheduler": "schedulers.hyperband",
     "ASHAScheduler": "schedulers.asha", "AsyncHyperBandScheduler": "schedulers.asha",
+    "PopulationBasedTraining": "schedulers.pbt", "PB2": "schedulers.pb2",
     # executors
     "Executor": "executors.base", "TrialRun": "executors.base", "ExecutorEvent": "executors.base",
     "LocalExecutor": "executors.local",

@@ -29,6 +29,7 @@ import time
 from . import journal_checks, registry, stoppers
 from ._objective import check_mode, loss
 from .checkpoint import Checkpoint, CheckpointManager, write_checkpoint
+from .exploit import apply_exploit, check_replayed_exploits
 from .journal import Journal, JournalError, normalized
 from .results import ResultGrid
 from .schedulers.base import Decision
@@ -112,6 +113,7 @@ class Experiment:
         own_count = isinstance(getattr(self.searcher, "total", None), int)
         self._limit = float("inf") if num_samples == -1 or own_count else num_samples * self.space.grid_size()
         self.scheduler.setup(metric, mode, "training_iteration")
+        self.scheduler.set_seed(seed)
         self._trials: dict = {}
         self._running: set = set()
         self._paused: dict = {}  # trial_id -> None, oldest pause first
@@ -123,6 +125,7 @@ class Experiment:
         self.closed = False
         self._ended = False  # a trial ended since the journal was last forced to disk
         self._checkpoints: dict = {}  # trial_id -> CheckpointManager, when only the best k are kept
+        self._replayed_exploits: tuple = ([], [])  # a restore's exploit records: (line, record) read, records made
 
     # ---------------------------------------------------------------- the public API
 
@@ -292,6 +295,7 @@ class Experiment:
             self.path = path
             for i, record in enumerate(records[1:], start=2):
                 self._replay(record, i, journal_path, given)
+            unwritten = check_replayed_exploits(*self._replayed_exploits, journal_path)
             journal_checks.check_trial_dirs(self._trials.values(), path)
             record = {"e": "restore", **(_note or {}), "time": time.time()}  # (_note: what the Tuner adds)
             if "stop" in given:
@@ -302,6 +306,8 @@ class Experiment:
             raise
         self._actions = {}
         self._journal = journal
+        for exploit in unwritten:  # made by a run killed before it wrote their lines
+            self._log({**exploit, "time": time.time()})
         self._restart_interrupted()
         self._journal.append(record, sync=True)
         return self
@@ -375,6 +381,8 @@ class Experiment:
         iteration = result["training_iteration"]
         if iteration > trial.fed_iteration:  # not a result the searcher and scheduler saw before a restart
             self.searcher.on_result(trial.trial_id, result)
+            if checkpoint is not None:
+                self.scheduler.on_checkpoint(trial.trial_id, iteration)
             decision = Decision(self.scheduler.on_result(trial.trial_id, result))
             trial.fed_iteration = iteration
         else:
@@ -467,6 +475,8 @@ class Experiment:
                 self._tell(trial, record.get("err"))
             elif kind == "halt":
                 self._halt(record["why"])
+            elif kind == "exploit":  # checked once replayed: a synchronous scheduler makes it at the next ask
+                self._replayed_exploits[0].append((line, record))
             else:  # "restore", maybe with the stop criteria of the run it began
                 if "stop" in record:
                     entry = record["stop"]
@@ -505,7 +515,15 @@ class Experiment:
         self._paused[trial.trial_id] = None
 
     def _drain(self) -> None:
-        """Apply the scheduler's decisions about trials other than the one reporting."""
+        """Apply the scheduler's exploits, then its decisions about trials other than the one reporting."""
+        for trial_id, (source_id, config) in self.scheduler.take_exploits().items():
+            replaying = self.path is not None and self._journal is None
+            record = apply_exploit(self._trials[trial_id], self._trials[source_id], config, self.path, replaying)
+            if record is not None:
+                self._checkpoints.pop(trial_id, None)  # its old checkpoints are not where it resumes from
+                if replaying:
+                    self._replayed_exploits[1].append(record)
+                self._log({**record, "time": time.time()}, sync=True)
         while decisions := self.scheduler.take_decisions():
             for trial_id, decision in decisions.items():
                 trial = self._trials.get(trial_id)

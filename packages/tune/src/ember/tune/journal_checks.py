@@ -73,7 +73,7 @@ def check_record(record, trials: dict, journal_path: str, line: int):
         if not isinstance(record.get("why"), str):
             _fail(journal_path, line, f"a 'halt' record needs its reason 'why' as a str, got {record.get('why')!r}")
         return None
-    if kind not in ("ask", "report", "tell"):
+    if kind not in ("ask", "report", "tell", "exploit"):
         _fail(journal_path, line, f"unknown record kind {kind!r}")
     if "t" not in record:
         _fail(journal_path, line, f"a {kind!r} record needs a trial id 't'")
@@ -87,8 +87,11 @@ def check_record(record, trials: dict, journal_path: str, line: int):
     if not isinstance(trial_id, str) or trial_id not in trials:
         _fail(journal_path, line, f"unknown trial id {trial_id!r} (the journal created {len(trials)} trials so far)")
     trial = trials[trial_id]
-    if trial.status != "RUNNING":
-        _fail(journal_path, line, f"a {kind!r} record of trial {trial_id} while it is {trial.status}, not RUNNING")
+    if trial.status != ("PAUSED" if kind == "exploit" else "RUNNING"):
+        _fail(journal_path, line, f"a {kind!r} record of trial {trial_id} while it is {trial.status}, not "
+                                  f"{'PAUSED' if kind == 'exploit' else 'RUNNING'}")
+    if kind == "exploit":  # compared as a whole with the exploit the restored scheduler makes
+        return trial
     if kind == "tell":
         if not isinstance(record.get("err", None), (str, type(None))):
             _fail(journal_path, line, f"'err' must be a traceback text or null, got {record['err']!r}")

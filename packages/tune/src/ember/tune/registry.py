@@ -19,7 +19,7 @@ BUILTIN_PLUGINS = (
     "ember.tune.searchers.grid", "ember.tune.searchers.random", "ember.tune.searchers.tpe",
     "ember.tune.searchers.bohb",
     "ember.tune.schedulers.fifo", "ember.tune.schedulers.median", "ember.tune.schedulers.hyperband",
-    "ember.tune.schedulers.asha",
+    "ember.tune.schedulers.asha", "ember.tune.schedulers.pbt", "ember.tune.schedulers.pb2",
     "ember.tune.executors.local", "ember.tune.executors.ray",
 )
 

@@ -43,6 +43,19 @@ class Scheduler(Buildable):
     def on_complete(self, trial_id: str, result: dict | None, error: bool = False) -> None:
         """The trial ended (finished, stopped, or errored)."""
 
+    def set_seed(self, seed: int) -> None:
+        """The experiment's seed (called once after :meth:`setup`), for a scheduler that draws random numbers:
+        a restore replaying the same calls then makes the same draws."""
+
+    def on_checkpoint(self, trial_id: str, iteration: int) -> None:
+        """The result of ``iteration`` about to be passed to :meth:`on_result` came with a checkpoint."""
+
+    def take_exploits(self) -> dict:
+        """``{trial_id: (source_trial_id, new_config)}``: paused trials that continue from the source trial's
+        latest checkpoint with ``new_config`` (Population Based Training). Called by the experiment before
+        :meth:`take_decisions`; each is returned once."""
+        return {}
+
     def take_decisions(self) -> dict:
         """``{trial_id: Decision}`` about trials other than the one that just reported: a paused trial that
         may now resume (CONTINUE) or is dropped (STOP), a running trial to stop. Called by the experiment
