@@ -103,3 +103,20 @@ def test_constraints_steer_the_search_to_the_feasible_region_and_out_of_the_fron
     assert late_feasible(nsga2) > 80 and late_feasible(random) < 60  # unconstrained NSGA-II: 19
     front = nsga2.get_pareto_front()
     assert front and all(r.config["x0"] >= 0.6 for r in front)
+
+
+def test_a_restored_experiment_continues_the_same_sequence(tmp_path):
+    def start(name):
+        return tune.Experiment(SPACE, ["f1", "f2"], ["min", "min"], search_alg=tune.NSGA2Searcher(population_size=4),
+                               num_samples=16, seed=5, storage_path=str(tmp_path), name=name)
+
+    whole = run(tune.NSGA2Searcher(population_size=4), zdt1, num_samples=16, seed=5)
+    exp = start("cut")
+    for _ in range(9):
+        trial = exp.ask()
+        exp.tell(trial, zdt1(trial.config))
+    exp.close()
+    exp = tune.Experiment.restore(str(tmp_path / "cut"))
+    while (trial := exp.ask()) is not None:
+        exp.tell(trial, zdt1(trial.config))
+    assert [r.config for r in exp.results()] == [r.config for r in whole]
