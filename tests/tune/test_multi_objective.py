@@ -91,3 +91,21 @@ def test_several_objectives_survive_a_restore(tmp_path):
     again = tune.Experiment.restore(str(tmp_path / "mo"))
     assert again.metric == ["a", "b"] and again.mode == ["min", "max"]
     assert [r.config["x"] for r in again.results().get_pareto_front()] == [trial.config["x"]]
+
+
+def two_objectives(config):
+    tune.report({"a": config["x"], "b": (1 - config["x"]) ** 2, "constraints": [config["x"] - 0.9]})
+
+
+@pytest.mark.timeout(120)
+def test_tuner_runs_several_objectives_with_nsga2_and_the_progress_view(tmp_path, capsys):
+    tuner = tune.Tuner(two_objectives, param_space={"x": tune.uniform(0, 1)},
+                       tune_config=tune.TuneConfig(metric=["a", "b"], mode=["min", "min"], num_samples=6, seed=0,
+                                                   search_alg=tune.NSGA2Searcher(population_size=3),
+                                                   max_concurrent_trials=2),
+                       run_config=tune.RunConfig(storage_path=str(tmp_path), name="mo", progress_interval=0))
+    grid = tuner.fit()
+    assert len(grid) == 6 and grid.num_errors == 0
+    front = grid.get_pareto_front()
+    assert front and all(r.metrics["constraints"][0] <= 0 for r in front)
+    assert "best a=" in capsys.readouterr().out  # the view ranks by the first objective
