@@ -45,7 +45,8 @@ _RESTORABLE = ("param_space", "search_alg", "scheduler", "stop", "checkpoint_con
 class Experiment:
     """Trials of ``param_space`` proposed by ``search_alg``, continued, paused or stopped by ``scheduler``.
 
-    ``metric``/``mode``: the reported key to optimise, "min" or "max". ``search_alg``/``scheduler``: an
+    ``metric``/``mode``: the reported key to optimise, "min" or "max" (several objectives: a list of keys
+    and a list of as many modes; see :meth:`ResultGrid.get_pareto_front`). ``search_alg``/``scheduler``: an
     instance or a registered name (None: "random", "fifo"). ``num_samples``: trials to create (each
     grid_search point that many times; -1: until the searcher is finished). ``seed``: the searcher's seed
     (None: drawn once and journaled, so a restore still continues the same sequence). ``storage_path`` /
