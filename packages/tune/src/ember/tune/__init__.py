@@ -20,6 +20,7 @@ _EXPORTS = {
     "RandomSearcher": "searchers.random",
     "TPESearcher": "searchers.tpe",
     "BOHBSearcher": "searchers.bohb",
+    "NSGA2Searcher": "searchers.nsga2",
     # schedulers
     "Scheduler": "schedulers.base", "Decision": "schedulers.base",
     "FIFOScheduler": "schedulers.fifo",

@@ -29,6 +29,39 @@ def check_mode(mode, owner: str = "", name: str = "mode", allow_none: bool = Fal
         raise ValueError(f"{prefix}{name} must be {choices}, got {mode!r}")
 
 
+def objectives(metric, mode, owner: str = "") -> tuple:
+    """``(metrics, modes)`` as two lists of one objective each: ``metric``/``mode`` are a str each (one
+    objective) or two lists of the same length (several objectives, each "min" or "max").
+
+    >>> objectives(["loss", "latency"], ["min", "min"])
+    (['loss', 'latency'], ['min', 'min'])
+    >>> objectives(["loss", "latency"], "min", "TuneConfig")
+    Traceback (most recent call last):
+    ...
+    ValueError: TuneConfig: with several metrics, mode must be a list of as many modes ('min' or 'max'), got 'min'
+    """
+    prefix = f"{owner}: " if owner else ""
+    if isinstance(metric, str):
+        check_mode(mode, owner)
+        return [metric], [mode]
+    if not isinstance(metric, (list, tuple)) or not metric or not all(isinstance(m, str) and m for m in metric):
+        raise TypeError(f"{prefix}metric must be the name of a reported key (str) or a non-empty list of names, "
+                        f"got {metric!r}")
+    if len(set(metric)) != len(metric):
+        raise ValueError(f"{prefix}metric names each objective once, got {metric!r}")
+    if not isinstance(mode, (list, tuple)) or len(mode) != len(metric):
+        raise ValueError(f"{prefix}with several metrics, mode must be a list of as many modes ('min' or 'max'), "
+                         f"got {mode!r}")
+    for m in mode:
+        check_mode(m, owner)
+    return list(metric), list(mode)
+
+
+def is_multi(metric) -> bool:
+    """True when ``metric`` names several objectives (a list of more than one name)."""
+    return isinstance(metric, (list, tuple)) and len(metric) > 1
+
+
 def value_loss(value, mode: str) -> float:
     """A metric's ``value`` as a value to minimise under ``mode``; NaN (or None: not reported) is the worst loss
     there is (+inf).
@@ -49,3 +82,41 @@ def loss(result: dict, metric: str, mode: str) -> float:
     inf
     """
     return value_loss(result[metric], mode)
+
+
+def losses(result: dict, metrics, modes) -> tuple:
+    """Each objective of ``result`` as a value to minimise (a missing one is +inf).
+
+    >>> losses({"loss": 0.5, "acc": 0.9}, ["loss", "acc"], ["min", "max"])
+    (0.5, -0.9)
+    """
+    return tuple(value_loss(result.get(m), mode) for m, mode in zip(metrics, modes))
+
+
+def dominates(a, b) -> bool:
+    """True when loss vector ``a`` is at least as good as ``b`` in every objective and better in one.
+
+    >>> dominates((1, 2), (1, 3)), dominates((1, 2), (1, 2)), dominates((0, 3), (1, 2))
+    (True, False, False)
+    """
+    return all(x <= y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))
+
+
+def constraint_violation(result: dict) -> float:
+    """How far ``result`` is from feasible: the sum of its positive ``constraints`` (Optuna's convention: a
+    constraint value <= 0 is satisfied); 0.0 when it reports none; +inf when one is NaN or not a number.
+
+    >>> constraint_violation({"constraints": [-1.0, 0.5, 2.0]}), constraint_violation({"loss": 1.0})
+    (2.5, 0.0)
+    """
+    values = result.get("constraints")
+    if values is None:
+        return 0.0
+    if isinstance(values, (int, float)) and not isinstance(values, bool):
+        values = [values]
+    total = 0.0
+    for v in values if isinstance(values, (list, tuple)) else [None]:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
+            return math.inf
+        total += max(float(v), 0.0)
+    return total

@@ -16,7 +16,7 @@ import dataclasses
 import datetime
 import os
 
-from ._objective import check_mode
+from ._objective import check_mode, objectives
 
 
 def _check_count(owner, name, value, minimum, allow_none=True, allow_minus_one=False):
@@ -31,7 +31,9 @@ def _check_count(owner, name, value, minimum, allow_none=True, allow_minus_one=F
 class TuneConfig:
     """The search: which metric to optimise and how.
 
-    - ``metric`` / ``mode``: the reported key to optimise, "min" or "max";
+    - ``metric`` / ``mode``: the reported key to optimise, "min" or "max"; or, for several objectives, a
+      list of keys and a list of as many modes (``metric=["loss", "latency"], mode=["min", "min"]``: see
+      :meth:`ResultGrid.get_pareto_front`; searchers "random", "grid" and "nsga2", scheduler "fifo");
     - ``num_samples``: trials to run (each grid_search point is repeated this many times, as in Ray Tune;
       -1: until the searcher says it is finished);
     - ``max_concurrent_trials``: trials running at once (None: as many as the executor's resources allow);
@@ -69,9 +71,13 @@ class TuneConfig:
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                       or not 0 < value < float("inf")):
                 raise ValueError(f"TuneConfig: {name} must be seconds > 0 (or None: no limit), got {value!r}")
-        check_mode(self.mode, "TuneConfig", allow_none=True)
-        if self.metric is not None and not isinstance(self.metric, str):
-            raise TypeError(f"TuneConfig: metric must be the name of a reported key (str), got {self.metric!r}")
+        if isinstance(self.metric, (list, tuple)) or isinstance(self.mode, (list, tuple)):
+            self.metric, self.mode = objectives(self.metric, self.mode, "TuneConfig")
+        if not isinstance(self.mode, list):
+            check_mode(self.mode, "TuneConfig", allow_none=True)
+        if self.metric is not None and not isinstance(self.metric, (str, list)):
+            raise TypeError(f"TuneConfig: metric must be the name of a reported key (str) or a list of names, "
+                            f"got {self.metric!r}")
         _check_count("TuneConfig", "num_samples", self.num_samples, 1, allow_none=False, allow_minus_one=True)
         _check_count("TuneConfig", "max_concurrent_trials", self.max_concurrent_trials, 1)
         if self.reuse_actors not in (None, True, False):

@@ -27,7 +27,7 @@ import secrets
 import time
 
 from . import journal_checks, registry, stoppers
-from ._objective import check_mode, loss
+from ._objective import loss, objectives
 from .checkpoint import Checkpoint, CheckpointManager, write_checkpoint
 from .exploit import apply_exploit, check_replayed_exploits
 from .journal import Journal, JournalError, normalized
@@ -46,7 +46,8 @@ _RESTORABLE = ("param_space", "search_alg", "scheduler", "stop", "checkpoint_con
 class Experiment:
     """Trials of ``param_space`` proposed by ``search_alg``, continued, paused or stopped by ``scheduler``.
 
-    ``metric``/``mode``: the reported key to optimise, "min" or "max". ``search_alg``/``scheduler``: an
+    ``metric``/``mode``: the reported key to optimise, "min" or "max" (several objectives: a list of keys
+    and a list of as many modes; see :meth:`ResultGrid.get_pareto_front`). ``search_alg``/``scheduler``: an
     instance or a registered name (None: "random", "fifo"). ``num_samples``: trials to create (each
     grid_search point that many times; -1: until the searcher is finished). ``seed``: the searcher's seed
     (None: drawn once and journaled, so a restore still continues the same sequence). ``storage_path`` /
@@ -75,7 +76,7 @@ class Experiment:
             self.path = None
             return
         self.path = os.path.join(os.path.expanduser(storage_path), name or time.strftime("tune_%Y%m%d_%H%M%S"))
-        header = {"e": "experiment", "version": 2, "metric": metric, "mode": mode, "num_samples": num_samples,
+        header = {"e": "experiment", "version": 2, "metric": self.metric, "mode": self.mode, "num_samples": num_samples,
                   "seed": seed, "max_failures": max_failures,
                   "spec": {"param_space": space_spec(self.space),
                            "search_alg": component_spec("searcher", self.searcher),
@@ -94,9 +95,11 @@ class Experiment:
     def _configure(self, *, param_space, metric, mode, search_alg, scheduler, num_samples, seed, max_failures,
                    stop, checkpoint_config):
         from .space import SearchSpace  # here, not at import: `import ember.tune` stays cheap
-        if not isinstance(metric, str):
-            raise TypeError(f"Experiment: metric must be the name of a reported key (str), got {metric!r}")
-        check_mode(mode, "Experiment")
+        metrics, modes = objectives(metric, mode, "Experiment")
+        if len(metrics) == 1:  # one objective, however given
+            metric, mode = metrics[0], modes[0]
+        else:
+            metric, mode = metrics, modes
         for what, value, low in (("num_samples", num_samples, 1), ("max_failures", max_failures, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or (value < low and value != -1):
                 raise ValueError(f"Experiment: {what} must be an int >= {low} or -1 (no limit), got {value!r}")
@@ -229,13 +232,15 @@ class Experiment:
 
     @property
     def best_trial(self) -> Trial | None:
-        """The trial whose last result is best in ``metric`` (None before any result has it)."""
+        """The trial whose last result is best in ``metric`` (with several objectives: in the first one;
+        None before any result has it)."""
+        (metric, *_), (mode, *_) = objectives(self.metric, self.mode)
         best, best_loss = None, None
         for trial in self._trials.values():
             last = trial.last_result
-            if last is None or self.metric not in last:
+            if last is None or metric not in last:
                 continue
-            value = loss(last, self.metric, self.mode)  # NaN is the worst: never best while another value is
+            value = loss(last, metric, mode)  # NaN is the worst: never best while another value is
             if best is None or value < best_loss:
                 best, best_loss = trial, value
         return best

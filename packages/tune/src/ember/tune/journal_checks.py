@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 
+from ._objective import objectives
 from .checkpoint import checkpoint_path
 from .journal import JournalError
 
@@ -38,11 +39,15 @@ def check_header(records: list, journal_path: str) -> dict:
             or not _is_int(header.get("version")) or header["version"] not in VERSIONS:
         _fail(journal_path, 1, "not the journal of an ember-tune experiment (its first record is not an "
                                f"'experiment' record of version {' or '.join(map(str, VERSIONS))})")
-    expected = {"metric": (str, "a str"), "mode": (str, "'min' or 'max'"), "num_samples": (int, "an int"),
+    try:
+        objectives(header.get("metric"), header.get("mode"))
+    except (TypeError, ValueError) as e:
+        _fail(journal_path, 1, f"the experiment header's metric and mode are not valid objectives ({e})")
+    expected = {"num_samples": (int, "an int"),
                 "seed": (int, "an int"), "max_failures": (int, "an int")}
     for key, (kind, words) in expected.items():
         value = header.get(key)
-        if not isinstance(value, kind) or isinstance(value, bool) or key == "mode" and value not in ("min", "max"):
+        if not isinstance(value, kind) or isinstance(value, bool):
             _fail(journal_path, 1, f"the experiment header's {key!r} must be {words}, got {value!r}")
     for key in ("spec", "tuner"):
         if key in header and not isinstance(header[key], dict):

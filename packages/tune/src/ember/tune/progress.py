@@ -71,6 +71,8 @@ class ProgressReporter(Callback):
             self.metric, self.mode = self.metric or experiment.metric, self.mode or experiment.mode
             self.scheduler, self.path = experiment.scheduler, experiment.path
             self._ended_before = sum(t.is_finished for t in experiment.trials)
+        if isinstance(self.metric, list):  # several objectives: ranked by the first, the others shown after it
+            self.metric, self.mode = self.metric[0], self.mode[0]
         self.total, self.time_budget_s = total_num_samples, info.get("time_budget_s")
         self._started = time.monotonic()
 

@@ -17,7 +17,7 @@ from . import hookspec
 #: built-in plugin modules, registered through the same call a third party uses
 BUILTIN_PLUGINS = (
     "ember.tune.searchers.grid", "ember.tune.searchers.random", "ember.tune.searchers.tpe",
-    "ember.tune.searchers.bohb",
+    "ember.tune.searchers.bohb", "ember.tune.searchers.nsga2",
     "ember.tune.schedulers.fifo", "ember.tune.schedulers.median", "ember.tune.schedulers.hyperband",
     "ember.tune.schedulers.asha", "ember.tune.schedulers.pbt", "ember.tune.schedulers.pb2",
     "ember.tune.executors.local", "ember.tune.executors.ray",

@@ -20,7 +20,7 @@ import dataclasses
 import json
 import math
 
-from ._objective import MODES, value_loss
+from ._objective import MODES, constraint_violation, dominates, is_multi, losses, objectives, value_loss
 from .journal import json_default
 
 #: the result keys every result has, shown after the metric in tables
@@ -95,6 +95,11 @@ class ResultGrid:
         ``scope="last"`` compares each trial's last result, ``"all"`` its best result over all iterations.
         NaN and infinite values are skipped unless ``filter_nan_and_inf=False``.
         """
+        if is_multi(self.metric) and metric is None:
+            raise ValueError(f"get_best_result: the experiment has several objectives {self.metric}: give metric= "
+                             "(and mode=) to pick the best by one of them, or use get_pareto_front()")
+        if is_multi(self.metric) and metric in self.metric and mode is None:
+            mode = self.mode[self.metric.index(metric)]
         metric = metric or self.metric
         mode = mode or self.mode
         if metric is None or mode not in MODES:
@@ -119,14 +124,49 @@ class ResultGrid:
                                + f" ({len(self)} trials, {self.num_errors} errored)")
         return best
 
+    def get_pareto_front(self, metric: list | None = None, mode: list | None = None) -> list:
+        """The results no other result dominates in ``metric`` (default: the experiment's objectives), each
+        read in its ``mode``: a result dominates another when it is at least as good in every objective and
+        better in one. Each trial counts with its last result; results missing an objective or with a NaN
+        in one are left out, and so are infeasible ones (a reported ``constraints`` value > 0). In trial
+        order.
+
+        >>> from ember import tune
+        >>> exp = tune.Experiment({"x": tune.grid_search([0, 1, 2, 3])}, metric=["a", "b"], mode=["min", "min"])
+        >>> while (trial := exp.ask()) is not None:
+        ...     x = trial.config["x"]
+        ...     exp.tell(trial, {"a": x, "b": [3, 1, 2, 0][x]})
+        >>> [r.config["x"] for r in exp.results().get_pareto_front()]
+        [0, 1, 3]
+        """
+        metric = self.metric if metric is None else metric
+        mode = self.mode if mode is None and metric is self.metric else mode
+        if metric is None or mode is None:
+            raise ValueError("get_pareto_front: give metric= and mode= (lists of as many keys and 'min'/'max'); "
+                             f"the experiment has metric={self.metric!r}, mode={self.mode!r}")
+        metrics, modes = objectives(metric, mode, "get_pareto_front")
+        points = []
+        for result in self._results:
+            last = result.metrics
+            if constraint_violation(last) > 0 or not all(m in last for m in metrics):
+                continue
+            point = losses(last, metrics, modes)
+            if all(math.isfinite(v) or v == -math.inf for v in point):
+                points.append((result, point))
+        return [r for r, p in points if not any(dominates(q, p) for _, q in points)]
+
     # ---------------------------------------------------------------- tables and exports
+
+    def _metrics(self) -> list:
+        """The experiment's objectives as a list (empty without one)."""
+        return [] if self.metric is None else [self.metric] if isinstance(self.metric, str) else list(self.metric)
 
     def _rows(self) -> tuple:
         """``(columns, rows)``: one row per trial, config flattened to "a/b" columns, last metrics after."""
         configs = [_flatten(r.config) for r in self._results]
         config_cols = _union(c.keys() for c in configs)
         metric_keys = _union(r.metrics.keys() for r in self._results)
-        first = [k for k in (self.metric, *_BOOKKEEPING) if k in metric_keys]
+        first = [k for k in (*self._metrics(), *_BOOKKEEPING) if k in metric_keys]
         metric_cols = [k for k in first + [k for k in metric_keys if k not in first] if k != "trial_id"]
         columns = ["trial_id", "status", "num_failures", *(f"config/{k}" for k in config_cols), *metric_cols, "error"]
         rows = [[r.trial_id, r.status, r.num_failures, *(c.get(k) for k in config_cols),
@@ -146,11 +186,12 @@ class ResultGrid:
         """``(header, rows)`` of :meth:`table`, every cell a string."""
         results = self._results
         if max_rows is not None and self.metric is not None:
-            results = sorted(results, key=lambda r: (self.metric not in r.metrics,
-                                                     value_loss(r.metrics.get(self.metric), self.mode)))[:max_rows]
+            (metric, *_), (mode, *_) = objectives(self.metric, self.mode)  # several objectives: by the first
+            results = sorted(results, key=lambda r: (metric not in r.metrics,
+                                                     value_loss(r.metrics.get(metric), mode)))[:max_rows]
         configs = [_flatten(r.config) for r in results]
         config_cols = _union(c.keys() for c in configs)
-        shown = [k for k in (self.metric, "training_iteration") if k is not None]
+        shown = [*self._metrics(), "training_iteration"]
         failures = any(r.num_failures for r in results)
         header = ["trial_id", "status", *config_cols, *shown] + (["failures"] if failures else [])
         rows = [[r.trial_id, r.status, *(_cell(c.get(k)) for k in config_cols),

@@ -14,7 +14,7 @@ import numbers
 from fractions import Fraction
 
 from .._objective import check_mode
-from .base import Scheduler
+from .base import Scheduler, refuse_several
 
 
 class MetricScheduler(Scheduler):
@@ -35,6 +35,7 @@ class MetricScheduler(Scheduler):
         self._given = {"metric": metric, "mode": mode}
 
     def setup(self, metric: str | None, mode: str | None, time_attr: str = "training_iteration") -> None:
+        refuse_several(self, metric)
         name = type(self).__name__
         chosen = {}
         for key, value in (("metric", metric), ("mode", mode)):

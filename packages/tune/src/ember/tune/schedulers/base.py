@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 
-from .._objective import check_mode, loss
+from .._objective import check_mode, is_multi, loss
 from ..spec import Buildable
 
 
@@ -28,9 +28,14 @@ class Decision(str, enum.Enum):
 class Scheduler(Buildable):
     """Base class of trial schedulers. The one required method is :meth:`on_result`."""
 
+    #: True for a scheduler that works with several objectives (``metric`` a list); the others refuse them
+    multi_objective = False
+
     def setup(self, metric: str, mode: str, time_attr: str = "training_iteration") -> None:
         """Called once by the experiment. ``time_attr`` is the result key that measures a trial's budget."""
-        check_mode(mode)
+        refuse_several(self, metric)
+        if not is_multi(metric):
+            check_mode(mode)
         self.metric, self.mode, self.time_attr = metric, mode, time_attr
 
     def on_trial_add(self, trial_id: str, config: dict) -> None:
@@ -86,3 +91,10 @@ class Scheduler(Buildable):
 
     def load_state_dict(self, state: dict) -> None:
         """Restore what :meth:`state_dict` returned (after :meth:`setup`)."""
+
+
+def refuse_several(scheduler, metric) -> None:
+    """A clear error when ``metric`` names several objectives and ``scheduler`` ranks trials by one."""
+    if is_multi(metric) and not scheduler.multi_objective:
+        raise ValueError(f"{type(scheduler).__name__} ranks trials by one metric, but the experiment has several "
+                         f"objectives {list(metric)}: use the FIFO scheduler (scheduler=None or \"fifo\")")

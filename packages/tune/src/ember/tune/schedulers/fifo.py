@@ -17,7 +17,9 @@ class FIFOScheduler(Scheduler):
     """Runs trials first come, first served and never stops one early: the default scheduler.
 
     Every result gets :attr:`Decision.CONTINUE`; nothing is ever paused, so there is no state to save.
+    It reads no metric, so it also runs experiments with several objectives.
     """
+    multi_objective = True
 
     def on_result(self, trial_id: str, result: dict) -> Decision:
         return Decision.CONTINUE

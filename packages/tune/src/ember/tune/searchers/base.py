@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._objective import check_mode, loss
+from .._objective import loss, objectives
 from ..spec import Buildable
 
 #: what :meth:`Searcher.suggest` returns when it will never propose another configuration
@@ -34,16 +34,25 @@ class Searcher(Buildable):
     the budget a multi-fidelity searcher such as BOHB models) and whatever else the trial reported.
     """
 
+    #: True for a searcher that handles several objectives (``metric`` a list); the others refuse them
+    multi_objective = False
+
     def setup(self, space, metric: str, mode: str, seed: int | None = None, num_samples: int | None = None) -> None:
         """Called once by the experiment before the first :meth:`suggest`.
 
-        ``space`` is an :class:`ember.tune.SearchSpace`; ``mode`` is "min" or "max";
+        ``space`` is an :class:`ember.tune.SearchSpace`; ``mode`` is "min" or "max" (with several objectives,
+        ``metric`` and ``mode`` are lists; :attr:`metrics` and :attr:`modes` are lists in both cases);
         ``num_samples`` is the experiment's ``num_samples`` (for the random searcher: per grid point;
         None: no limit). A searcher says :data:`FINISHED` when it has nothing more to propose. A searcher
         that knows how many configurations it gives sets ``self.total`` (an int) here; the experiment then
         leaves the stopping to it (others are capped at ``num_samples`` times the grid size).
         """
-        check_mode(mode)
+        #: the objectives as lists (one entry each for a single objective)
+        self.metrics, self.modes = objectives(metric, mode, type(self).__name__)
+        if len(self.metrics) > 1 and not self.multi_objective:
+            raise ValueError(f"{type(self).__name__} optimises one metric, but the experiment has several "
+                             f"objectives {self.metrics}: use a multi-objective searcher (\"nsga2\") or random "
+                             "or grid search")
         self.space, self.metric, self.mode, self.seed, self.num_samples = space, metric, mode, seed, num_samples
         self.rng = np.random.default_rng(seed)
 

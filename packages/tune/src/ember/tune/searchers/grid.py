@@ -37,6 +37,7 @@ MAX_DISCRETE_VALUES = 1000
 class GridSearcher(Searcher):
     """Exhaustive grid search (see the module docstring); ``points_per_axis`` sets the points per numeric
     domain."""
+    multi_objective = True  # it reads no metric
 
     def __init__(self, points_per_axis: int | None = None):
         if points_per_axis is not None and (isinstance(points_per_axis, bool) or not isinstance(points_per_axis, int)

@@ -29,6 +29,7 @@ def _check_state(state, name, keys):
 class RandomSearcher(Searcher):
     """Random search: each configuration drawn independently (conditional parameters and ``sample_from``
     included); grid_search parameters take every grid point in turn (see the module docstring)."""
+    multi_objective = True  # it reads no metric
 
     def setup(self, space, metric, mode, seed=None, num_samples=None):
         super().setup(space if isinstance(space, SearchSpace) else SearchSpace(space), metric, mode, seed,
