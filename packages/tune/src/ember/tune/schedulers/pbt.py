@@ -103,7 +103,8 @@ class PopulationBasedTraining(MetricScheduler):
 
     Args:
         time_attr: the result key that measures progress.
-        metric, mode: the metric and "min"/"max"; taken from the experiment when not given.
+        metric: the metric to optimise; taken from the experiment when not given.
+        mode: "min" or "max"; taken from the experiment when not given.
         perturbation_interval: a trial is considered for exploit/explore each time its ``time_attr`` has
             advanced this much since its last perturbation. Trainables should checkpoint at least as often.
         burn_in_period: no perturbation before ``time_attr`` reaches this.
