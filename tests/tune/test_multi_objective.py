@@ -34,7 +34,7 @@ def test_single_metric_schedulers_and_searchers_refuse_several_objectives():
     for scheduler in ("asha", "hyperband", "median", tune.ASHAScheduler(max_t=4)):
         with pytest.raises(ValueError, match=r"ranks trials by one metric.*\['a', 'b'\].*FIFO"):
             tune.Experiment(space, ["a", "b"], ["min", "max"], scheduler=scheduler)
-    for searcher in ("tpe", "bohb"):
+    for searcher in ("bohb",):
         with pytest.raises(ValueError, match=r"optimises one metric.*\['a', 'b'\].*nsga2"):
             tune.Experiment(space, ["a", "b"], ["min", "max"], search_alg=searcher)
     exp = tune.Experiment(space, ["a", "b"], ["min", "max"], scheduler="fifo", num_samples=3, seed=0)

@@ -51,8 +51,8 @@ class Searcher(Buildable):
         self.metrics, self.modes = objectives(metric, mode, type(self).__name__)
         if len(self.metrics) > 1 and not self.multi_objective:
             raise ValueError(f"{type(self).__name__} optimises one metric, but the experiment has several "
-                             f"objectives {self.metrics}: use a multi-objective searcher (\"nsga2\") or random "
-                             "or grid search")
+                             f"objectives {self.metrics}: use a multi-objective searcher (\"nsga2\", \"tpe\") or "
+                             "random or grid search")
         self.space, self.metric, self.mode, self.seed, self.num_samples = space, metric, mode, seed, num_samples
         self.rng = np.random.default_rng(seed)
 

@@ -13,6 +13,14 @@ earlier, and trials of equal length rank by their metric (as Optuna ranks pruned
 complete ones). A trial whose metric is nan ranks last; one that errored before reporting is
 not counted.
 
+With several objectives (``metric`` and ``mode`` lists) it is MOTPE (Ozaki et al. 2020, as Optuna's
+``TPESampler``): the good group is filled by non-dominated rank, front by front, and the front that does
+not fit whole is cut by hypervolume contribution (two objectives) or crowding distance (more: a
+simplification), see :mod:`._motpe`. Trials may report ``constraints`` (each satisfied when <= 0, as for
+``NSGA2Searcher``): infeasible trials rank after every feasible one, so they are in the bad group unless
+fewer than ``gamma(n)`` trials are feasible. The good group's observations all weigh the same (Optuna
+weighs them by hypervolume contribution).
+
 >>> from ember.tune import SearchSpace, uniform, choice
 >>> space = SearchSpace({"x": uniform(-5, 5), "kind": choice(["a", "b"])})
 >>> s = TPESearcher(n_startup_trials=5)
@@ -32,9 +40,12 @@ import numpy as np
 
 from ember import hookimpl
 
+from .._objective import constraint_violation, losses
 from ..space import SearchSpace
+from ._motpe import good_indices
 from ._parzen import Layout, UnivariateParzen, check_setup, check_state, decode_vector, encode_vector
 from .base import FINISHED, Searcher
+from .nsga2 import _array, _plain
 
 
 def default_gamma(n: int) -> int:
@@ -78,6 +89,7 @@ class TPESearcher(Searcher):
 
     Raises ValueError at :meth:`setup` for a space with ``grid_search`` or ``sample_from``.
     """
+    multi_objective = True  # MOTPE, see the module docstring
 
     def __init__(self, n_startup_trials: int = 10, n_ei_candidates: int = 24, gamma=None, prior_weight: float = 1.0,
                  constant_liar: bool = False):
@@ -100,7 +112,9 @@ class TPESearcher(Searcher):
         super().setup(space if isinstance(space, SearchSpace) else SearchSpace(space), metric, mode, seed, num_samples)
         self.layout = Layout(self.space, "TPESearcher")
         self._vectors: dict[str, np.ndarray] = {}   # trial_id -> encoding of its configuration, in suggestion order
-        self._latest: dict[str, tuple] = {}         # trial_id -> (training_iteration, loss or nan)
+        # trial_id -> (training_iteration, loss or nan); with several objectives (training_iteration, losses,
+        # constraint violation)
+        self._latest: dict[str, tuple] = {}
         self._ended: set = set()                    # trials that completed (with a result or not)
 
     # -- the interface -------------------------------------------------------------------------------------
@@ -123,7 +137,7 @@ class TPESearcher(Searcher):
 
     def on_complete(self, trial_id, result, error=False):
         self._ended.add(trial_id)
-        if result is not None and self.metric in result:
+        if result is not None and all(m in result for m in self.metrics):
             self._record(trial_id, result)
 
     def state_dict(self):
@@ -131,7 +145,8 @@ class TPESearcher(Searcher):
             "searcher": "tpe",
             "rng": self.rng.bit_generator.state,
             "vectors": {tid: encode_vector(v) for tid, v in self._vectors.items()},
-            "latest": {tid: [it, None if math.isnan(loss) else loss] for tid, (it, loss) in self._latest.items()},
+            "latest": {tid: [it, None if math.isnan(loss) else loss] if len(rest) == 0 else
+                       [it, _plain(loss), _plain(rest)[0]] for tid, (it, loss, *rest) in self._latest.items()},
             "ended": sorted(self._ended),
         }
 
@@ -139,16 +154,21 @@ class TPESearcher(Searcher):
         check_state(state, "tpe", ("rng", "vectors", "latest"))
         self.rng.bit_generator.state = state["rng"]
         self._vectors = {tid: decode_vector(v) for tid, v in state["vectors"].items()}
-        self._latest = {tid: (it, math.nan if loss is None else float(loss))
-                        for tid, (it, loss) in state["latest"].items()}
+        self._latest = {tid: (it, math.nan if entry[0] is None else float(entry[0])) if len(entry) == 1 else
+                        (it, tuple(_array(entry[0]).tolist()), float(_array(entry[1:])[0]))
+                        for tid, (it, *entry) in state["latest"].items()}
         self._ended = set(state.get("ended", ()))  # absent in states saved before constant_liar existed
 
     # -- the model -----------------------------------------------------------------------------------------
     def _record(self, trial_id, result):
         if trial_id not in self._vectors:
             return  # a trial this searcher did not suggest (e.g. from before a change of searcher)
+        iteration = int(result.get("training_iteration", 1))
+        if len(self.metrics) > 1:
+            self._latest[trial_id] = (iteration, losses(result, self.metrics, self.modes), constraint_violation(result))
+            return
         loss = self.loss(result)
-        self._latest[trial_id] = (int(result.get("training_iteration", 1)), loss if math.isfinite(loss) else math.nan)
+        self._latest[trial_id] = (iteration, loss if math.isfinite(loss) else math.nan)
 
     def _model_vector(self, observed: list, pending: list) -> np.ndarray:
         def rank(tid):
@@ -158,11 +178,15 @@ class TPESearcher(Searcher):
             return (int(math.isnan(loss)), -iteration, loss)
 
         trials = observed + pending
-        order = sorted(range(len(trials)), key=lambda i: rank(trials[i]))  # stable: ties keep suggestion order
         n_below = min(self.gamma(len(trials)), len(observed))
         data = np.stack([self._vectors[tid] for tid in trials])
-        below = np.sort(np.asarray(order[:n_below], dtype=np.int64))   # back in chronological order
-        above = np.sort(np.asarray(order[n_below:], dtype=np.int64))
+        if len(self.metrics) > 1:   # pending trials (the constant liar's) are never good
+            below = good_indices(*zip(*(self._latest[tid] for tid in observed)), n_below)
+            above = np.setdiff1d(np.arange(len(trials)), below)
+        else:
+            order = sorted(range(len(trials)), key=lambda i: rank(trials[i]))  # stable: ties keep suggestion order
+            below = np.sort(np.asarray(order[:n_below], dtype=np.int64))   # back in chronological order
+            above = np.sort(np.asarray(order[n_below:], dtype=np.int64))
         layout = self.layout
         vector = np.full(layout.dims, np.nan)
         for d in range(layout.dims):
