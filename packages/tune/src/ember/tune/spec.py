@@ -4,8 +4,8 @@
 The specification is written into the journal's first line. Each entry is ``{"json": data}`` (rebuilt from
 ``data``) or ``{"missing": reason}`` (a user function, an unregistered plugin, ...: restore takes it from the
 caller's arguments and, if not given, says which argument to pass and why). Searchers, schedulers and
-executors remember the arguments they were built with (:class:`Buildable`), so a registered one is written
-as its registry name and those arguments when they are plain JSON values.
+executors remember the arguments they were built with (:class:`~ember.tune._buildable.Buildable`), so a
+registered one is written as its registry name and those arguments when they are plain JSON values.
 
 >>> from ember import tune
 >>> component_spec("scheduler", tune.ASHAScheduler(max_t=9, grace_period=1))
@@ -20,9 +20,9 @@ ValueError: the experiment's stop could not be written as JSON (stop is a functi
 from __future__ import annotations
 
 import dataclasses
-import math
 
-from . import registry
+from . import registry, stoppers
+from ._buildable import plain_json
 from .journal import JournalError
 
 
@@ -37,31 +37,9 @@ class _NotGiven:
 NOT_GIVEN = _NotGiven()
 
 
-class Buildable:
-    """Remembers the arguments an instance was built with, so it can be written as ``name`` + arguments."""
-
-    def __new__(cls, *args, **kwargs):
-        self = super().__new__(cls)
-        self._build_args = (args, kwargs)
-        return self
-
-
-def _plain(value) -> bool:
-    """Whether ``value`` reads back from JSON as itself (no tuples, functions, objects, non-string keys)."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list):
-        return all(_plain(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
-    return False
-
-
 def _unplain(args, kwargs) -> list:
-    bad = [f"argument {i + 1}=<{type(v).__name__}>" for i, v in enumerate(args) if not _plain(v)]
-    return bad + [f"{k}=<{type(v).__name__}>" for k, v in kwargs.items() if not _plain(v)]
+    bad = [f"argument {i + 1}=<{type(v).__name__}>" for i, v in enumerate(args) if not plain_json(v)]
+    return bad + [f"{k}=<{type(v).__name__}>" for k, v in kwargs.items() if not plain_json(v)]
 
 
 def component_spec(kind: str, obj) -> dict:
@@ -85,9 +63,8 @@ def component_spec(kind: str, obj) -> dict:
 def value_spec(value, what: str) -> dict:
     """A plain value (stop criteria dict, None) or a built-in :class:`~ember.tune.Stopper` as a specification
     entry; a callable or another object is missing."""
-    if _plain(value):
+    if plain_json(value):
         return {"json": value}
-    from . import stoppers
     if isinstance(value, stoppers.Stopper) and (data := stoppers.to_json(value)) is not None:
         return {"json": data}
     return {"missing": f"{what} is a {type(value).__name__}, which has no JSON form"}
@@ -140,7 +117,6 @@ def _from_json(key: str, data):
     if key == "stop" and data is not None and not isinstance(data, dict):
         raise ValueError(f"stop must be a dict or null, got {data!r}")
     if key == "stop":
-        from . import stoppers
         if stoppers.is_json(data):
             return stoppers.from_json(data)
     return data

@@ -22,8 +22,8 @@ import datetime
 import math
 import time
 
+from ._buildable import Buildable, plain_json
 from ._objective import check_mode
-from .spec import Buildable, _plain
 
 
 class Stopper(Buildable):
@@ -192,7 +192,7 @@ def to_json(stopper: Stopper):
         args = [to_json(s) for s in args]
         if any(a is None for a in args):
             return None
-    elif not _plain(list(args)) or not _plain(kwargs):
+    elif not plain_json(list(args)) or not plain_json(kwargs):
         return None
     return {"stopper": type(stopper).__name__, "args": list(args), "kwargs": dict(kwargs)}
 

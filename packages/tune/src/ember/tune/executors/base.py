@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..spec import Buildable
+from .._buildable import Buildable
 
 
 @dataclasses.dataclass

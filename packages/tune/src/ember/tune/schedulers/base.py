@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import enum
 
+from .._buildable import Buildable
 from .._objective import check_mode, is_multi, loss
-from ..spec import Buildable
 
 
 class Decision(str, enum.Enum):

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._buildable import Buildable
 from .._objective import loss, objectives
-from ..spec import Buildable
 
 #: what :meth:`Searcher.suggest` returns when it will never propose another configuration
 FINISHED = "FINISHED"
