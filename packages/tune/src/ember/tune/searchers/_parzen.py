@@ -154,14 +154,14 @@ def check_state(state, name: str, keys) -> None:
                          f"{sorted({'searcher', *keys})}, got {state!r:.200}")
 
 
-def encode_vector(vector: np.ndarray) -> list:
-    """A vector as JSON-ready data (nan -> None)."""
-    return [None if math.isnan(v) else float(v) for v in vector]
+def encode_vector(vector) -> list:
+    """Floats as JSON-ready data: nan -> None, infinities -> "inf" / "-inf" (JSON has neither)."""
+    return [None if math.isnan(v) else repr(float(v)) if math.isinf(v) else float(v) for v in vector]
 
 
 def decode_vector(data: list) -> np.ndarray:
     """The inverse of :func:`encode_vector`."""
-    return np.array([math.nan if v is None else v for v in data], dtype=np.float64)
+    return np.array([math.nan if v is None else float(v) for v in data], dtype=np.float64)
 
 
 class UnivariateParzen:

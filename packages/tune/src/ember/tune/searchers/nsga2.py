@@ -33,7 +33,7 @@ from ember import hookimpl
 
 from .._objective import constraint_violation, losses
 from ..space import SearchSpace
-from ._parzen import check_setup, check_state
+from ._parzen import check_setup, check_state, decode_vector, encode_vector
 from .base import FINISHED, Searcher
 
 _CATEGORICAL = ("categorical", "grid")
@@ -170,27 +170,19 @@ class NSGA2Searcher(Searcher):
 
     def state_dict(self):
         return {"searcher": "nsga2", "count": self.count, **super().state_dict(),
-                "observed": [[i, _plain(v), _plain(f), _plain([c])[0]] for i, (v, f, c) in self.observed.items()],
-                "pending": [[i, _plain(v)] for i, v in self._vectors.items()],
+                "observed": [[i, encode_vector(v), encode_vector(f), encode_vector([c])[0]]
+                             for i, (v, f, c) in self.observed.items()],
+                "pending": [[i, encode_vector(v)] for i, v in self._vectors.items()],
                 "survivors": self._survivors, "seen": self._seen}
 
     def load_state_dict(self, state):
         check_state(state, "nsga2", ("count", "rng", "observed", "pending", "survivors", "seen"))
         super().load_state_dict(state)
         self.count = int(state["count"])
-        self.observed = {i: [_array(v), tuple(_array(f).tolist()), float(_array([c])[0])]
+        self.observed = {i: [decode_vector(v), tuple(decode_vector(f).tolist()), float(decode_vector([c])[0])]
                          for i, v, f, c in state["observed"]}
-        self._vectors = {i: _array(v) for i, v in state["pending"]}
+        self._vectors = {i: decode_vector(v) for i, v in state["pending"]}
         self._survivors, self._seen, self._cached = list(state["survivors"]), int(state["seen"]), None
-
-
-def _plain(values) -> list:
-    """Floats as JSON-ready data: nan -> None, infinities -> "inf" / "-inf"."""
-    return [None if math.isnan(x) else repr(float(x)) if math.isinf(x) else float(x) for x in values]
-
-
-def _array(values) -> np.ndarray:
-    return np.array([math.nan if x is None else float(x) for x in values], dtype=np.float64)
 
 
 def constraint_dominance(objectives: np.ndarray, violation: np.ndarray) -> np.ndarray:

@@ -45,7 +45,6 @@ from ..space import SearchSpace
 from ._motpe import good_indices
 from ._parzen import Layout, UnivariateParzen, check_setup, check_state, decode_vector, encode_vector
 from .base import FINISHED, Searcher
-from .nsga2 import _array, _plain
 
 
 def default_gamma(n: int) -> int:
@@ -146,7 +145,8 @@ class TPESearcher(Searcher):
             "rng": self.rng.bit_generator.state,
             "vectors": {tid: encode_vector(v) for tid, v in self._vectors.items()},
             "latest": {tid: [it, None if math.isnan(loss) else loss] if len(rest) == 0 else
-                       [it, _plain(loss), _plain(rest)[0]] for tid, (it, loss, *rest) in self._latest.items()},
+                       [it, encode_vector(loss), encode_vector(rest)[0]]
+                       for tid, (it, loss, *rest) in self._latest.items()},
             "ended": sorted(self._ended),
         }
 
@@ -155,7 +155,7 @@ class TPESearcher(Searcher):
         self.rng.bit_generator.state = state["rng"]
         self._vectors = {tid: decode_vector(v) for tid, v in state["vectors"].items()}
         self._latest = {tid: (it, math.nan if entry[0] is None else float(entry[0])) if len(entry) == 1 else
-                        (it, tuple(_array(entry[0]).tolist()), float(_array(entry[1:])[0]))
+                        (it, tuple(decode_vector(entry[0]).tolist()), float(decode_vector(entry[1:])[0]))
                         for tid, (it, *entry) in state["latest"].items()}
         self._ended = set(state.get("ended", ()))  # absent in states saved before constant_liar existed
 
