@@ -281,14 +281,16 @@ def test_checkpoint_forms(tmp_path):
     trial = exp.ask()
     mine = tune.Checkpoint(os.path.join(trial.trial_dir, "checkpoint_000001.safetensors"))
     exp.report(trial, {"loss": 1.0}, checkpoint={"w": 1.0})  # a dict: saved in the trial's folder
+    assert mine.to_dict() == {"w": 1.0}
     own = str(tmp_path / "own.safetensors")
     import ember
     ember.save({"w": 2.0}, own)
     exp.report(trial, {"loss": 1.0}, checkpoint=own)  # a file of the user's: copied in
     exp.report(trial, {"loss": 1.0}, checkpoint=tune.Checkpoint.from_dict({"w": 3.0}))
-    assert mine.to_dict() == {"w": 1.0}
+    # the default CheckpointConfig keeps each trial's two most recent checkpoints
+    assert not os.path.exists(mine.path)
     assert [tune.Checkpoint(os.path.join(trial.trial_dir, f"checkpoint_00000{i}.safetensors")).to_dict()["w"]
-            for i in (1, 2, 3)] == [1.0, 2.0, 3.0]
+            for i in (2, 3)] == [2.0, 3.0]
     assert os.path.exists(own) and trial.checkpoint.endswith("checkpoint_000003.safetensors")
     with pytest.raises(TypeError, match="checkpoint must be a dict of tensors and plain values, a tune.Checkpoint"):
         exp.report(trial, {"loss": 1.0}, checkpoint=3)

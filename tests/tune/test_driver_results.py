@@ -118,7 +118,7 @@ def test_config_validation_errors():
     with pytest.raises(ValueError, match="name must be a non-empty folder name"):
         tune.RunConfig(name="a/b")
     rc = tune.RunConfig()
-    assert rc.failure_config.max_failures == 0 and rc.checkpoint_config.num_to_keep is None
+    assert rc.failure_config.max_failures == 0 and rc.checkpoint_config.num_to_keep == 2
     assert tune.TuneConfig(num_samples=-1).num_samples == -1
 
 

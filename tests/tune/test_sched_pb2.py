@@ -48,7 +48,7 @@ def test_explore_learns_that_small_values_improve_and_stays_in_bounds():
 def make(path, name):
     pb2 = PB2(perturbation_interval=4, hyperparam_bounds={"lr": [0.1, 1.6]})
     return tune.Experiment({"lr": tune.grid_search([0.1, 0.2, 0.4, 0.8])}, "w", "max", scheduler=pb2, seed=1,
-                           storage_path=str(path), name=name)
+                           storage_path=str(path), name=name, checkpoint_config=tune.CheckpointConfig(num_to_keep=None))
 
 
 def test_pb2_in_an_experiment_and_restored_after_a_kill(tmp_path):

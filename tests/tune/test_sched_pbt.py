@@ -206,8 +206,9 @@ def drive(exp, iterations=12, honour_checkpoint=True):
 def make(path, name="pbt", **kwargs):
     pbt = PopulationBasedTraining(perturbation_interval=4, hyperparam_mutations={"lr": LRS}, quantile_fraction=0.25,
                                   **kwargs)
+    # every checkpoint kept: the kill tests copy the finished folder, which must hold what a killed run's would
     return tune.Experiment({"lr": tune.grid_search(LRS[:4])}, "w", "max", scheduler=pbt, seed=1,
-                           storage_path=str(path), name=name)
+                           storage_path=str(path), name=name, checkpoint_config=tune.CheckpointConfig(num_to_keep=None))
 
 
 def summary(exp):

@@ -88,11 +88,12 @@ class TuneConfig:
 class CheckpointConfig:
     """Which checkpoints of each trial to keep.
 
-    ``num_to_keep``: keep only the best k (None: keep all); "best" by ``checkpoint_score_attribute``
-    (a reported key; None: the most recent are the best) in ``checkpoint_score_order`` ("max" or "min").
-    The latest checkpoint is kept while the trial may still resume.
+    ``num_to_keep``: keep only the best k (default 2, so that an experiment's folder does not grow with every
+    report; None: keep all); "best" by ``checkpoint_score_attribute`` (a reported key; None: the most recent
+    are the best) in ``checkpoint_score_order`` ("max" or "min"). The latest checkpoint is kept while the
+    trial may still resume (a paused trial, a PBT exploit's source).
     """
-    num_to_keep: int | None = None
+    num_to_keep: int | None = 2
     checkpoint_score_attribute: str | None = None
     checkpoint_score_order: str = "max"
 

@@ -29,6 +29,7 @@ import time
 from . import journal_checks, registry, stoppers
 from ._objective import loss, objectives
 from .checkpoint import Checkpoint, CheckpointManager, write_checkpoint
+from .config import CheckpointConfig
 from .exploit import apply_exploit, check_replayed_exploits
 from .journal import Journal, JournalError, normalized
 from .results import ResultGrid
@@ -54,7 +55,8 @@ class Experiment:
     ``name``: where the journal and trial folders go (None: kept in memory only). ``max_failures``: retries
     of a failing trial (-1: no limit). ``stop``: ``{key: threshold}``, ``stop(trial_id, result) -> bool``
     or a :class:`~ember.tune.Stopper` (whose ``stop_all()`` halts the experiment: see :meth:`halt`).
-    ``checkpoint_config``: an :class:`ember.tune.CheckpointConfig` (keep the best k checkpoints per trial).
+    ``checkpoint_config``: an :class:`ember.tune.CheckpointConfig` (keep the best k checkpoints per trial;
+    default: the two most recent).
 
     The journal's first line is the experiment's specification as JSON (see :mod:`ember.tune.spec`), from
     which :meth:`restore` rebuilds it. Creating an experiment whose folder already holds a journal is a
@@ -107,6 +109,8 @@ class Experiment:
         self.space = param_space if isinstance(param_space, SearchSpace) else SearchSpace(param_space)
         self.metric, self.mode, self.seed = metric, mode, seed
         self.num_samples, self.max_failures, self.stop = num_samples, max_failures, stop
+        if checkpoint_config is None:  # the Tuner's default too: each trial's two most recent checkpoints
+            checkpoint_config = CheckpointConfig()
         self.checkpoint_config = checkpoint_config
         self.searcher = registry.resolve("searcher", search_alg)
         self.scheduler = registry.resolve("scheduler", scheduler)

@@ -217,7 +217,8 @@ def checkpoint_use(trials: list) -> str:
                 count += 1
                 size += _size(os.path.join(trial.trial_dir, name))
     return (f"checkpoints kept: {count} ({size / 2**20:.1f} MiB); "
-            "RunConfig(checkpoint_config=CheckpointConfig(num_to_keep=k)) keeps the best k per trial")
+            "RunConfig(checkpoint_config=CheckpointConfig(num_to_keep=k)) keeps the best k per trial (default: "
+            "the 2 most recent)")
 
 
 def _size(path: str) -> int:
