@@ -28,8 +28,8 @@ import json
 import os
 
 from .callbacks import Callback
+from .cells import flatten, plain
 from .journal import json_default
-from .results import _flatten, _plain
 
 
 class LoggerCallback(Callback):
@@ -88,7 +88,7 @@ class CSVLoggerCallback(LoggerCallback):
         if trial.trial_dir is None:
             return
         path = os.path.join(trial.trial_dir, self.FILE)
-        row = {key: _plain(value) for key, value in _flatten(result).items()}
+        row = {key: plain(value) for key, value in flatten(result).items()}
         if trial.trial_id not in self._columns:
             self._columns[trial.trial_id] = _header(path)
         columns = self._columns[trial.trial_id]

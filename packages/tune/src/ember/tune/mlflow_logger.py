@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import os
 
+from .cells import flatten, numbers
 from .loggers import LoggerCallback
-from .results import _flatten
-from .tensorboard_logger import _numbers
 
 
 class MLflowLoggerCallback(LoggerCallback):
@@ -53,7 +52,7 @@ class MLflowLoggerCallback(LoggerCallback):
         run = self.client.create_run(self.experiment_id, run_name=trial.trial_id,
                                      tags={**self.tags, "trial_id": trial.trial_id})
         self._runs[trial.trial_id] = run.info.run_id
-        for key, value in _flatten(trial.config).items():
+        for key, value in flatten(trial.config).items():
             self.client.log_param(run.info.run_id, key, value)
 
     def log_trial_result(self, iteration, trial, result):
@@ -62,7 +61,7 @@ class MLflowLoggerCallback(LoggerCallback):
             return
         from mlflow.entities import Metric
         step, timestamp = int(result.get("training_iteration", 0)), int(result.get("timestamp", 0) * 1000)
-        metrics = [Metric(key, value, timestamp, step) for key, value in _numbers(result).items()]
+        metrics = [Metric(key, value, timestamp, step) for key, value in numbers(result).items()]
         self.client.log_batch(run_id, metrics=metrics)
 
     def log_trial_end(self, trial, failed=False):

@@ -31,7 +31,7 @@ import time
 
 from ._objective import value_loss
 from .callbacks import Callback
-from .results import _cell, _flatten
+from .cells import cell, flatten
 
 #: result keys not shown as metric columns (every result has them)
 _HIDDEN = ("trial_id", "timestamp", "time_total_s")
@@ -144,8 +144,8 @@ class ProgressReporter(Callback):
         best = self._best(trials)
         if best is None:
             return line
-        config = ", ".join(f"{k}={_short(v)}" for k, v in _flatten(best.config).items())
-        return f"{line} | best {self.metric}={_cell(best.last_result[self.metric])} (trial {best.trial_id}, {config})"
+        config = ", ".join(f"{k}={_short(v)}" for k, v in flatten(best.config).items())
+        return f"{line} | best {self.metric}={cell(best.last_result[self.metric])} (trial {best.trial_id}, {config})"
 
     def eta(self, trials: list, elapsed: float) -> float | None:
         """Seconds left: at the pace trials ended so far, the rest of ``total``; at most what is left of the
@@ -163,20 +163,20 @@ class ProgressReporter(Callback):
         shown = list(trials)
         if self.metric is not None and len(shown) > self.max_rows:
             shown = sorted(shown, key=self._rank)[:self.max_rows]
-        configs = [_flatten(t.config) for t in shown]
+        configs = [flatten(t.config) for t in shown]
         config_cols = list(dict.fromkeys(k for c in configs for k in c))
         last = [t.last_result or {} for t in shown]
         first = [k for k in (self.metric, "training_iteration") if k is not None]
-        others = list(dict.fromkeys(k for r in last for k, v in _flatten(r).items()
+        others = list(dict.fromkeys(k for r in last for k, v in flatten(r).items()
                                     if k not in first and k not in _HIDDEN and isinstance(v, (int, float, str))))
         metric_cols = first + others[:self.max_metrics]
         notes = [self._note(t) for t in shown]
         header = ["trial_id", "status", *config_cols, *metric_cols] + (["scheduler"] if any(notes) else [])
         rows = []
         for t, c, r, note in zip(shown, configs, last, notes):
-            flat = _flatten(r)
+            flat = flatten(r)
             rows.append([t.trial_id, t.status, *(_short(c.get(k)) for k in config_cols),
-                         *(_cell(flat.get(k)) for k in metric_cols)] + ([note] if any(notes) else []))
+                         *(cell(flat.get(k)) for k in metric_cols)] + ([note] if any(notes) else []))
         return header, rows
 
     def table(self, trials: list) -> str:
@@ -231,7 +231,7 @@ def _short(value) -> str:
     """A configuration value for the view: floats to 4 significant digits."""
     if isinstance(value, float):
         return f"{value:.4g}"
-    return _cell(value)
+    return cell(value)
 
 
 def _duration(seconds: float) -> str:

@@ -21,6 +21,7 @@ import json
 import math
 
 from ._objective import MODES, constraint_violation, dominates, is_multi, losses, objectives, value_loss
+from .cells import cell, flatten, plain
 from .journal import json_default
 
 #: the result keys every result has, shown after the metric in tables
@@ -163,7 +164,7 @@ class ResultGrid:
 
     def _rows(self) -> tuple:
         """``(columns, rows)``: one row per trial, config flattened to "a/b" columns, last metrics after."""
-        configs = [_flatten(r.config) for r in self._results]
+        configs = [flatten(r.config) for r in self._results]
         config_cols = _union(c.keys() for c in configs)
         metric_keys = _union(r.metrics.keys() for r in self._results)
         first = [k for k in (*self._metrics(), *_BOOKKEEPING) if k in metric_keys]
@@ -189,13 +190,13 @@ class ResultGrid:
             (metric, *_), (mode, *_) = objectives(self.metric, self.mode)  # several objectives: by the first
             results = sorted(results, key=lambda r: (metric not in r.metrics,
                                                      value_loss(r.metrics.get(metric), mode)))[:max_rows]
-        configs = [_flatten(r.config) for r in results]
+        configs = [flatten(r.config) for r in results]
         config_cols = _union(c.keys() for c in configs)
         shown = [*self._metrics(), "training_iteration"]
         failures = any(r.num_failures for r in results)
         header = ["trial_id", "status", *config_cols, *shown] + (["failures"] if failures else [])
-        rows = [[r.trial_id, r.status, *(_cell(c.get(k)) for k in config_cols),
-                 *(_cell(r.metrics.get(k)) for k in shown)] + ([str(r.num_failures)] if failures else [])
+        rows = [[r.trial_id, r.status, *(cell(c.get(k)) for k in config_cols),
+                 *(cell(r.metrics.get(k)) for k in shown)] + ([str(r.num_failures)] if failures else [])
                 for r, c in zip(results, configs)]
         return header, rows
 
@@ -205,7 +206,7 @@ class ResultGrid:
         with open(path, "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
             writer.writerow(columns)
-            writer.writerows([["" if v is None else _plain(v) for v in row] for row in rows])
+            writer.writerows([["" if v is None else plain(v) for v in row] for row in rows])
 
     def to_json(self, path: str) -> None:
         """Everything: metric, mode and, per trial, config, status, last metrics, full history, checkpoint,
@@ -236,33 +237,8 @@ class ResultGrid:
         return plot_best_over_time(self, *args, **kwargs)
 
 
-def _flatten(config: dict, prefix: str = "") -> dict:
-    flat = {}
-    for key, value in config.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}/"))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
 def _union(key_lists) -> list:
     seen = {}
     for keys in key_lists:
         seen.update(dict.fromkeys(keys))
     return list(seen)
-
-
-def _plain(value):
-    """A CSV/table cell's value: numbers and strings as they are, anything else as JSON text."""
-    if isinstance(value, (str, int, float)):
-        return value
-    return json.dumps(value, default=json_default)
-
-
-def _cell(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(_plain(value))

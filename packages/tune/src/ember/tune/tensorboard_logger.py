@@ -10,8 +10,8 @@ experiment's folder: ``tensorboard --logdir ~/ember_results/<name>``.
 """
 from __future__ import annotations
 
+from .cells import flatten, numbers
 from .loggers import LoggerCallback
-from .results import _flatten
 
 
 class TBXLoggerCallback(LoggerCallback):
@@ -35,7 +35,7 @@ class TBXLoggerCallback(LoggerCallback):
         if writer is None:
             return
         step = result.get("training_iteration", 0)
-        for key, value in _numbers(result).items():
+        for key, value in numbers(result).items():
             writer.add_scalar(f"tune/{key}", value, global_step=step)
 
     def log_trial_end(self, trial, failed=False):
@@ -43,8 +43,8 @@ class TBXLoggerCallback(LoggerCallback):
         if writer is None:
             return
         hparams_dict = {k: v if isinstance(v, (int, float, str, bool)) else str(v)
-                        for k, v in _flatten(trial.config).items()}
-        metrics = {f"tune/{k}": v for k, v in _numbers(trial.last_result or {}).items()}
+                        for k, v in flatten(trial.config).items()}
+        metrics = {f"tune/{k}": v for k, v in numbers(trial.last_result or {}).items()}
         from tensorboardX.summary import hparams  # the HPARAMS tab's records, without repeating the scalars
         for summary in hparams(hparams_dict, metrics):
             writer._get_file_writer().add_summary(summary)
@@ -54,9 +54,3 @@ class TBXLoggerCallback(LoggerCallback):
         for writer in self._writers.values():
             writer.close()
         self._writers.clear()
-
-
-def _numbers(result: dict) -> dict:
-    """The numeric values of ``result`` (booleans and the timestamp left out), flattened."""
-    return {key: float(value) for key, value in _flatten(result).items()
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "timestamp"}
