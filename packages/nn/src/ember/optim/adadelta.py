@@ -4,7 +4,15 @@ from __future__ import annotations
 import ember
 from ember._sibling_api import array, array_namespace, mark_modified
 
-from .optimizer import Optimizer, advance_step, check_differentiable, check_options, grad_array, new_step_tensor
+from .optimizer import (
+    Optimizer,
+    advance_step,
+    check_differentiable,
+    check_options,
+    grad_array,
+    new_step_tensor,
+    params_with_grad,
+)
 
 __all__ = ["Adadelta"]
 
@@ -48,9 +56,7 @@ class Adadelta(Optimizer):
         with ember.no_grad():
             for group in self.param_groups:
                 lr, rho, eps = float(group["lr"]), group["rho"], group["eps"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
+                for p in params_with_grad(group):
                     state = self.state[p]
                     if not state:
                         state["step"] = new_step_tensor()

@@ -8,7 +8,7 @@ import numpy as np
 import ember
 from ember._sibling_api import array, array_namespace, mark_modified
 
-from .optimizer import Optimizer, advance_step, grad_array, lerp_, new_step_tensor
+from .optimizer import Optimizer, advance_step, grad_array, lerp_, new_step_tensor, params_with_grad
 
 __all__ = ["Adafactor"]
 
@@ -62,9 +62,7 @@ class Adafactor(Optimizer):
             for group in self.param_groups:
                 lr, d, weight_decay = float(group["lr"]), group["d"], group["weight_decay"]
                 eps1, eps2 = group["eps"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
+                for p in params_with_grad(group):
                     state = self.state[p]
                     if not state:
                         state["step"] = new_step_tensor()

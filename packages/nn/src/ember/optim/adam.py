@@ -6,7 +6,16 @@ import math
 import ember
 from ember._sibling_api import array, array_namespace, mark_modified
 
-from .optimizer import Optimizer, advance_step, check_differentiable, check_options, grad_array, new_step_tensor, pieces
+from .optimizer import (
+    Optimizer,
+    advance_step,
+    check_differentiable,
+    check_options,
+    grad_array,
+    new_step_tensor,
+    params_with_grad,
+    pieces,
+)
 
 __all__ = ["Adam"]
 
@@ -71,9 +80,7 @@ class Adam(Optimizer):
                 beta1, beta2 = (float(b) for b in group["betas"])
                 weight_decay = group["weight_decay"]
                 decoupled = group.get("decoupled_weight_decay", False)
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
+                for p in params_with_grad(group):
                     state = self._state_of(p, amsgrad)
                     t = advance_step(state["step"])
                     p_array = array(p)

@@ -4,7 +4,15 @@ from __future__ import annotations
 import ember
 from ember._sibling_api import array, mark_modified
 
-from .optimizer import Optimizer, advance_step, check_differentiable, check_options, grad_array, new_step_tensor
+from .optimizer import (
+    Optimizer,
+    advance_step,
+    check_differentiable,
+    check_options,
+    grad_array,
+    new_step_tensor,
+    params_with_grad,
+)
 
 __all__ = ["ASGD"]
 
@@ -48,9 +56,7 @@ class ASGD(Optimizer):
         with ember.no_grad():
             for group in self.param_groups:
                 lr, lambd, alpha, t0 = float(group["lr"]), group["lambd"], group["alpha"], group["t0"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
+                for p in params_with_grad(group):
                     state = self.state[p]
                     if not state:
                         state["step"] = new_step_tensor()

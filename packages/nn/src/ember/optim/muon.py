@@ -6,7 +6,7 @@ import math
 import ember
 from ember._sibling_api import array, array_namespace, mark_modified, numpy_dtype
 
-from .optimizer import Optimizer, lerp_
+from .optimizer import Optimizer, lerp_, params_with_grad
 
 __all__ = ["Muon"]
 
@@ -67,9 +67,7 @@ class Muon(Optimizer):
         with ember.no_grad():
             for group in self.param_groups:
                 lr, momentum, weight_decay = float(group["lr"]), group["momentum"], group["weight_decay"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
+                for p in params_with_grad(group):
                     if p.grad.dim() != 2:
                         raise ValueError("Param gradient must be a 2D matrix")
                     state = self.state[p]

@@ -4,7 +4,16 @@ from __future__ import annotations
 import ember
 from ember._sibling_api import array, array_namespace, mark_modified
 
-from .optimizer import Optimizer, advance_step, check_differentiable, check_options, grad_array, lerp_, new_step_tensor
+from .optimizer import (
+    Optimizer,
+    advance_step,
+    check_differentiable,
+    check_options,
+    grad_array,
+    lerp_,
+    new_step_tensor,
+    params_with_grad,
+)
 
 __all__ = ["NAdam"]
 
@@ -59,9 +68,7 @@ class NAdam(Optimizer):
                 beta1, beta2 = (float(b) for b in group["betas"])
                 momentum_decay = group["momentum_decay"]
                 decoupled = group["decoupled_weight_decay"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
+                for p in params_with_grad(group):
                     state = self.state[p]
                     if not state:
                         state["step"] = new_step_tensor()

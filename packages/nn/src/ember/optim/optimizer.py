@@ -411,6 +411,11 @@ def advance_step(step_tensor) -> float:
     return float(count)
 
 
+def params_with_grad(group: dict) -> list:
+    """The parameters of ``group`` that have a gradient: those a step updates (PyTorch skips the others)."""
+    return [p for p in group["params"] if p.grad is not None]
+
+
 def grad_array(p, maximize: bool, weight_decay: float = 0):
     """``p``'s gradient array, negated to maximize, plus ``weight_decay * p`` (never the ``.grad`` array
     itself once changed)."""

@@ -4,7 +4,15 @@ from __future__ import annotations
 import ember
 from ember._sibling_api import array, array_namespace, mark_modified
 
-from .optimizer import Optimizer, advance_step, check_differentiable, check_options, grad_array, new_step_tensor
+from .optimizer import (
+    Optimizer,
+    advance_step,
+    check_differentiable,
+    check_options,
+    grad_array,
+    new_step_tensor,
+    params_with_grad,
+)
 
 __all__ = ["RMSprop"]
 
@@ -61,9 +69,7 @@ class RMSprop(Optimizer):
         with ember.no_grad():
             for group in self.param_groups:
                 lr, alpha, eps, momentum = float(group["lr"]), group["alpha"], group["eps"], group["momentum"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
+                for p in params_with_grad(group):
                     state = self._state_of(p, group)
                     advance_step(state["step"])
                     xp = array_namespace(p)

@@ -4,7 +4,15 @@ from __future__ import annotations
 import ember
 from ember._sibling_api import array, array_namespace, mark_modified
 
-from .optimizer import Optimizer, advance_step, check_differentiable, check_options, grad_array, new_step_tensor
+from .optimizer import (
+    Optimizer,
+    advance_step,
+    check_differentiable,
+    check_options,
+    grad_array,
+    new_step_tensor,
+    params_with_grad,
+)
 
 __all__ = ["Rprop"]
 
@@ -50,9 +58,7 @@ class Rprop(Optimizer):
             for group in self.param_groups:
                 etaminus, etaplus = group["etas"]
                 step_size_min, step_size_max = group["step_sizes"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
+                for p in params_with_grad(group):
                     state = self.state[p]
                     if not state:
                         state["step"] = new_step_tensor()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ember
 from ember._sibling_api import array, array_namespace, from_array, mark_modified
 
-from .optimizer import Optimizer, check_differentiable, check_options, grad_array, pieces
+from .optimizer import Optimizer, check_differentiable, check_options, grad_array, params_with_grad, pieces
 
 __all__ = ["SGD"]
 
@@ -52,9 +52,7 @@ class SGD(Optimizer):
             for group in self.param_groups:
                 lr, momentum, nesterov = float(group["lr"]), group["momentum"], group["nesterov"]
                 keep = 1 - group["dampening"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
+                for p in params_with_grad(group):
                     xp = array_namespace(p)
                     g = grad_array(p, group["maximize"], group["weight_decay"])
                     b = fresh = None
