@@ -52,6 +52,7 @@ from ember._dtype import int64 as int64
 from ember._dtype import long as long
 from ember._dtype import short as short
 from ember._dtype import uint8 as uint8
+from ember._plugins import Claim as Claim
 from ember._plugins import hookimpl as hookimpl
 from ember._size import Size as Size
 from ember._tensor import Tensor as Tensor
@@ -659,11 +660,12 @@ def collect_claims(hook_name: builtins.str, claim: builtins.str = ..., /, **hook
 
     Each plugin's implementation is called on its own, through pluggy (so it receives, by name, the
     arguments of ``hook_kwargs`` it asks for), and returns ``{key: value}``, a list of objects claimed
-    under their ``.name`` (as ``ember_backends`` does), or None. A key claimed by two plugins is a
-    :class:`~ember.errors.PluginError` naming both; ``claim`` describes one claim in that message,
-    ``{key}`` standing for the key. A hook implementation that raises, or returns anything else, is a
-    PluginError naming its plugin. Plugins are visited in the order pluggy lists their implementations
-    (the order of registration, unless ``tryfirst``/``trylast`` say otherwise).
+    under their ``.name`` (as ``ember_backends`` does), or None. A value wrapped in :class:`Claim` carries a
+    priority (plain values: 0): of two claims of one key the higher priority wins, and two of the same
+    priority are a :class:`~ember.errors.PluginError` naming both plugins; ``claim`` describes one claim in
+    that message, ``{key}`` standing for the key. A hook implementation that raises, or returns anything
+    else, is a PluginError naming its plugin. Plugins are visited in the order pluggy lists their
+    implementations (the order of registration, unless ``tryfirst``/``trylast`` say otherwise).
 
     >>> import ember
     >>> backend, plugin_name = ember.collect_claims("ember_backends", "the backend for device type {key}")["cpu"]

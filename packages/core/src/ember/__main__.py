@@ -2,7 +2,8 @@
 
 ``ember info`` prints what a bug report needs: the installed ember
 distributions and their versions, the registered plugins, the backends with
-their devices, the plugins' compiled CPU kernels, and the NVIDIA GPU status. ``ember gpus`` prints the GPUs'
+their devices, the plugins' compiled CPU kernels, the claims that replaced another plugin's by a higher priority
+(:class:`ember.Claim`), and the NVIDIA GPU status. ``ember gpus`` prints the GPUs'
 status alone (:func:`ember.gpus`).
 
 >>> main(["info"])  # doctest: +ELLIPSIS
@@ -18,6 +19,9 @@ backends:
   cpu ...
 <BLANKLINE>
 CPU kernels:
+...
+<BLANKLINE>
+overridden by priority:
 ...
 <BLANKLINE>
 NVIDIA GPUs:
@@ -82,6 +86,21 @@ def cpu_kernel_lines() -> list[str]:
         "none: ember's NumPy code (the same numbers, slower; `pip install ember-numba` compiles it)"]
 
 
+def override_lines() -> list[str]:
+    """Each claim that won over another plugin's by its higher priority (:class:`ember.Claim`): which plugin
+    serves the op kernel, CPU kernel or ONNX lowering, and whose it replaced."""
+    lines = []
+    for device_type, (backend, _) in _plugins.backends().items():
+        found, overridden = _plugins.claims_and_overrides("ember_op_kernels", backend=backend)
+        lines += [f"op {op} on {device_type}: plugin {found[op][1]} (over {', '.join(losers)})"
+                  for op, losers in sorted(overridden.items())]
+    for hook, what in (("ember_cpu_kernels", "CPU kernel"), ("ember_onnx_lowerings", "ONNX lowering of")):
+        found, overridden = _plugins.claims_and_overrides(hook)
+        lines += [f"{what} {key}: plugin {found[key][1]} (over {', '.join(losers)})"
+                  for key, losers in sorted(overridden.items())]
+    return lines or ["none: every op kernel, CPU kernel and lowering has one plugin"]
+
+
 def gpu_lines() -> list[str]:
     """The NVIDIA GPUs' status as :func:`ember.gpus` gives it (through nvidia-ml-py or GPUtil), one line each."""
     return str(ember.gpus()).splitlines()
@@ -99,7 +118,8 @@ def info() -> int:
     _section("distributions", [f"{name} {version}" for name, version in ember_distributions()]
              or ["none installed (running from a source tree)"])
     try:
-        plugins, backends, cpu_kernels = plugin_lines(), backend_lines(), cpu_kernel_lines()
+        plugins, backends = plugin_lines(), backend_lines()
+        cpu_kernels, overrides = cpu_kernel_lines(), override_lines()
     except PluginError as exc:
         _section("plugins", [f"ERROR: {exc}"])
         status = 1
@@ -107,6 +127,7 @@ def info() -> int:
         _section("plugins", plugins)
         _section("backends", backends)
         _section("CPU kernels", cpu_kernels)
+        _section("overridden by priority", overrides)
         status = 0
     _section("NVIDIA GPUs", gpu_lines())
     return status

@@ -27,6 +27,7 @@ from ._device import device  # noqa: F401
 from ._dtype import *  # noqa: F401,F403
 from ._dtype import bool_  # noqa: F401
 from ._plugins import (  # noqa: F401
+    Claim,
     collect_claims,
     ensure_plugins,
     get_plugin_manager,

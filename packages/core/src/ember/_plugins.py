@@ -206,16 +206,49 @@ def _describe(plugin) -> str:
     return repr(mod)
 
 
+class Claim:
+    """A hook result's value with a priority: the claim of the highest priority wins.
+
+    A plain value in a hook's result has priority 0, as ember's built-in plugins' claims do. A plugin that
+    means to replace a built-in (a faster convolution on the CPU) wraps its value in ``Claim(value,
+    priority=1)`` (or higher); two claims of the same key and the same priority remain an error naming both
+    plugins. ``python -m ember info`` lists every claim that won over another.
+
+    >>> import ember
+    >>> class FastNeg:
+    ...     @ember.hookimpl
+    ...     def ember_op_kernels(self, backend):
+    ...         if backend.name != "cpu":
+    ...             return {}
+    ...         return {"neg": ember.Claim(lambda ctx, xp, a: xp.negative(a) * 2, priority=1)}
+    >>> name = ember.register_plugin(FastNeg(), "fast-neg")
+    >>> -ember.tensor([1.0])
+    tensor([-2.])
+    >>> ember.unregister_plugin("fast-neg")
+    """
+
+    __slots__ = ("value", "priority")
+
+    def __init__(self, value, priority: int = 1):
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise TypeError(f"Claim priority must be an int (higher wins; plain claims have 0), got {priority!r}")
+        self.value, self.priority = value, priority
+
+    def __repr__(self):
+        return f"Claim({self.value!r}, priority={self.priority})"
+
+
 def collect_claims(hook_name: str, claim: str = "{key}", /, **hook_kwargs) -> dict:
     """Call hook ``hook_name`` on every plugin and gather what each claims: ``{key: (value, plugin_name)}``.
 
     Each plugin's implementation is called on its own, through pluggy (so it receives, by name, the
     arguments of ``hook_kwargs`` it asks for), and returns ``{key: value}``, a list of objects claimed
-    under their ``.name`` (as ``ember_backends`` does), or None. A key claimed by two plugins is a
-    :class:`~ember.errors.PluginError` naming both; ``claim`` describes one claim in that message,
-    ``{key}`` standing for the key. A hook implementation that raises, or returns anything else, is a
-    PluginError naming its plugin. Plugins are visited in the order pluggy lists their implementations
-    (the order of registration, unless ``tryfirst``/``trylast`` say otherwise).
+    under their ``.name`` (as ``ember_backends`` does), or None. A value wrapped in :class:`Claim` carries a
+    priority (plain values: 0): of two claims of one key the higher priority wins, and two of the same
+    priority are a :class:`~ember.errors.PluginError` naming both plugins; ``claim`` describes one claim in
+    that message, ``{key}`` standing for the key. A hook implementation that raises, or returns anything
+    else, is a PluginError naming its plugin. Plugins are visited in the order pluggy lists their
+    implementations (the order of registration, unless ``tryfirst``/``trylast`` say otherwise).
 
     >>> import ember
     >>> backend, plugin_name = ember.collect_claims("ember_backends", "the backend for device type {key}")["cpu"]
@@ -225,6 +258,12 @@ def collect_claims(hook_name: str, claim: str = "{key}", /, **hook_kwargs) -> di
     >>> type(kernels)
     <class 'dict'>
     """
+    return claims_and_overrides(hook_name, claim, **hook_kwargs)[0]
+
+
+def claims_and_overrides(hook_name: str, claim: str = "{key}", /, **hook_kwargs) -> tuple[dict, dict]:
+    """:func:`collect_claims`' result, and ``{key: [plugin names]}``: for each key won by a higher priority,
+    the plugins whose claims it overrode (what ``python -m ember info`` shows)."""
     pm = get_plugin_manager()
     caller = getattr(pm.hook, hook_name, None)
     if caller is None or caller.spec is None:
@@ -233,6 +272,8 @@ def collect_claims(hook_name: str, claim: str = "{key}", /, **hook_kwargs) -> di
     # each plugin once, in order: one may implement a hook twice (``specname``)
     owners = list(dict.fromkeys((impl.plugin, impl.plugin_name) for impl in caller.get_hookimpls()))
     found: dict = {}
+    priorities: dict = {}
+    overridden: dict = {}
     for plugin, plugin_name in owners:
         # a hook caller for this plugin alone: pluggy itself matches the arguments by name (and traces the call)
         only = pm.subset_hook_caller(hook_name, remove_plugins=[other for other, _ in owners if other is not plugin])
@@ -243,21 +284,36 @@ def collect_claims(hook_name: str, claim: str = "{key}", /, **hook_kwargs) -> di
                               f"{exc}") from exc
         for result in results:
             for key, value in _claims(result, plugin_name, hook_name):
+                priority = 0
+                if isinstance(value, Claim):
+                    value, priority = value.value, value.priority
                 if key in found:
-                    raise PluginError(f"{claim.format(key=repr(key))} is given by both plugin {found[key][1]!r} "
-                                      f"and plugin {plugin_name!r} (hook {hook_name}); uninstall or unregister one")
-                found[key] = (value, plugin_name)
-    return found
+                    if priority == priorities[key]:
+                        raise PluginError(f"{claim.format(key=repr(key))} is given by both plugin {found[key][1]!r} "
+                                          f"and plugin {plugin_name!r} (hook {hook_name}) with the same priority "
+                                          f"({priority}); uninstall or unregister one, or give one a higher "
+                                          "priority with ember.Claim(value, priority=...)")
+                    if priority < priorities[key]:
+                        overridden.setdefault(key, []).append(plugin_name)
+                        continue
+                    overridden.setdefault(key, []).append(found[key][1])
+                found[key], priorities[key] = (value, plugin_name), priority
+    return found, overridden
 
 
 def _claims(result, plugin_name: str, hook_name: str):
-    """The ``(key, value)`` pairs of one hook result: a dict, or a list or tuple of objects with a ``.name``."""
+    """The ``(key, value)`` pairs of one hook result: a dict, or a list or tuple of objects with a ``.name`` (or
+    :class:`Claim` of such objects)."""
     if isinstance(result, dict):
         return result.items()
-    if isinstance(result, (list, tuple)) and all(isinstance(getattr(v, "name", None), str) for v in result):
-        return [(v.name, v) for v in result]
+    if isinstance(result, (list, tuple)) and all(isinstance(getattr(_unwrapped(v), "name", None), str) for v in result):
+        return [(_unwrapped(v).name, v) for v in result]
     raise PluginError(f"plugin {plugin_name!r}'s hook {hook_name} returned {type(result).__name__} "
                       f"{result!r:.80}; expected a dict {{key: value}}, a list of objects with a str .name, or None")
+
+
+def _unwrapped(value):
+    return value.value if isinstance(value, Claim) else value
 
 
 @functools.cache

@@ -11,7 +11,11 @@ through the ``ember`` entry-point group::
 
 Each hook returns a mapping or a list, so ember can tell which plugin offered
 what: two plugins claiming the same backend, or the same kernel of an op on a
-backend, is an error that names both. ember calls each plugin's implementation
+backend, is an error that names both. To replace another plugin's claim (a
+built-in kernel, say), wrap the value in ``ember.Claim(value, priority=1)``:
+the claim of the highest priority wins (plain values have 0, as the built-ins'
+do), equal priorities stay an error, and ``python -m ember info`` lists what
+was overridden. ember calls each plugin's implementation
 on its own, through pluggy (:func:`ember.collect_claims`): an implementation
 takes, by name, any subset of its hook's arguments, in any order. Hook wrappers
 (``wrapper=True`` or ``hookwrapper=True``) are refused at registration, since
