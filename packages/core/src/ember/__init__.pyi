@@ -676,6 +676,30 @@ def collect_claims(hook_name: builtins.str, claim: builtins.str = ..., /, **hook
     <class 'dict'>
     """
 
+# ember._compile
+def compile(
+    model: Any,
+    example_inputs: Any = ...,
+    *,
+    backend: builtins.str = ...,
+    options: builtins.dict | None = ...,
+) -> Any:
+    """``model`` compiled by ``backend``: a callable that takes the model's inputs and gives its outputs.
+
+    ``example_inputs`` (a tensor or a tuple of tensors) are the inputs the compiler traces the model with; a
+    backend may need them (``"onnxruntime"`` does, as ``torch.export`` does). ``options`` go to the backend
+    as they are. The backends come from plugins (hook ``ember_compilers``); :func:`list_compilers` names
+    those installed. With ``"onnxruntime"`` (distribution ember-onnx) the compiled model runs the exported
+    ONNX graph in onnxruntime for inference: see :func:`ember.onnx.compile_onnxruntime`.
+
+    >>> import ember
+    >>> net = ember.nn.Sequential(ember.nn.Linear(4, 3), ember.nn.ReLU()).eval()
+    >>> fast = ember.compile(net, ember.randn(2, 4))
+    >>> x = ember.randn(2, 4)
+    >>> ember.allclose(fast(x), net(x).detach(), atol=1e-6)
+    True
+    """
+
 # ember.ops.shape
 def concat(tensors: Sequence[Tensor], dim: builtins.int = ..., *, out: Tensor | None = ...) -> Tensor:
     """Tensors joined along an existing dimension; all other sizes must match. Dtypes promote.
@@ -1548,6 +1572,10 @@ def linspace(
 # ember._plugins
 def list_backends() -> Any:
     """Names (device types) of the registered backends."""
+
+# ember._compile
+def list_compilers() -> builtins.list[builtins.str]:
+    """The names :func:`compile` accepts as ``backend``: those the installed plugins give."""
 
 # ember.serialization
 def load(

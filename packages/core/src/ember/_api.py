@@ -23,6 +23,7 @@ from . import (
     cuda,  # noqa: F401
     linalg,  # noqa: F401
 )
+from ._compile import compile, list_compilers  # noqa: F401
 from ._device import device  # noqa: F401
 from ._dtype import *  # noqa: F401,F403
 from ._dtype import bool_  # noqa: F401

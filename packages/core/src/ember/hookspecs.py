@@ -108,3 +108,17 @@ def ember_cpu_kernels():
         def ember_cpu_kernels():
             return {"random_uniform": my_compiled_uniform}
     """
+
+
+@hookspec
+def ember_compilers():
+    """Return ``{name: compiler}``: the backends of :func:`ember.compile`.
+
+    ``compiler(model, example_inputs, options)`` gets the model (an ``ember.nn.Module`` or a function of
+    tensors), a tuple of example input tensors and the caller's ``options`` dict (None when none were given),
+    and returns a callable taking the model's inputs. ember-onnx gives ``"onnxruntime"``. Example::
+
+        @ember.hookimpl
+        def ember_compilers():
+            return {"identity": lambda model, example_inputs, options: model}
+    """
