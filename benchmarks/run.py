@@ -4,6 +4,13 @@ Run from the repository root, with the OpenBLAS variables that some machines set
 NumPy's matmul on transposed inputs up to 50x slower)::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/run.py [--quick] [-k NAME] [--json PATH]
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/run.py --suite   # both figures the targets use
+
+The targets are ratios to PyTorch in two settings (each workload's ``TARGETS``): one thread per library on the
+process CPU clock (``--threads 1 --clock cpu``: time spent descheduled on a shared machine is not counted) and
+two threads on the wall clock (``--threads 2``). ``--suite`` runs the script once in each setting and prints
+both ratios side by side. A ratio is the median over rounds of ember's time divided by PyTorch's time in the
+same round (the contenders take turns within a round), given with its quartiles.
 
 PyTorch is timed when ``import torch`` works in this interpreter; without it the table has the
 ember and NumPy columns only. The workloads are in ``benchmarks/workloads/`` (one module each; see
@@ -32,6 +39,8 @@ from workloads import WORKLOADS
 
 OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 SETTLE = float(os.environ.get("EMBER_BENCH_SETTLE", "0.2"))
+#: the setting of each workload's first target; every other setting is judged by the second (two threads, wall)
+ONE_THREAD_CPU = "1 thread, cpu clock"
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -129,12 +138,12 @@ def openblas_warning(env: dict) -> list:
             "Rerun under `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE`: these figures are not representative.", bar]
 
 
-def per_call(fn, number: int) -> float:
-    """Mean seconds per call over ``number`` calls."""
-    start = time.perf_counter()
+def per_call(fn, number: int, clock=time.perf_counter) -> float:
+    """Mean seconds per call over ``number`` calls, on ``clock`` (the wall clock, or ``time.process_time``)."""
+    start = clock()
     for _ in range(number):
         fn()
-    return (time.perf_counter() - start) / number
+    return (clock() - start) / number
 
 
 def calls_for(fn, min_time: float) -> int:
@@ -148,7 +157,7 @@ def calls_for(fn, min_time: float) -> int:
     return max(1, round(min_time / (elapsed / n)))
 
 
-def make_timer(repeat: int, warmup: int, min_time: float):
+def make_timer(repeat: int, warmup: int, min_time: float, clock=time.perf_counter):
     """``timer(fns)``: warm each function up, then time them in alternating order; median seconds per call each.
 
     ``timer(fns, samples)`` also puts every function's samples (seconds per call) in the dict ``samples``.
@@ -167,7 +176,7 @@ def make_timer(repeat: int, warmup: int, min_time: float):
                 if SETTLE:
                     time.sleep(SETTLE)  # the last library's BLAS threads stop spinning
                     fns[name]()
-                samples[name].append(per_call(fns[name], numbers[name]))
+                samples[name].append(per_call(fns[name], numbers[name], clock))
         return {name: statistics.median(s) for name, s in samples.items()}
     return timer
 
@@ -188,7 +197,21 @@ def profile_text(fn, top: int, min_time: float = 1.0) -> str:
     return f"{number} calls\n" + "\n".join(line for line in body[start:] if line.strip())
 
 
-def run_workload(w, libs: dict, timer, with_details: bool, profile: int = 0) -> dict:
+def paired_ratio(a: list, b: list) -> tuple:
+    """``(median, p25, p75)`` of the per-round ratios ``a[i] / b[i]`` (samples taken in the same round)."""
+    ratios = sorted(x / y for x, y in zip(a, b))
+    q = statistics.quantiles(ratios, n=4, method="inclusive") if len(ratios) > 1 else [ratios[0]] * 3
+    return statistics.median(ratios), q[0], q[2]
+
+
+def setting_of(threads: int | None, clock: str) -> str:
+    """The setting a run's figures belong to: the one-thread CPU-clock one, or that of its threads and clock."""
+    if threads == 1 and clock == "cpu":
+        return ONE_THREAD_CPU
+    return f"{threads or 'default'} threads, {clock} clock"
+
+
+def run_workload(w, libs: dict, timer, with_details: bool, profile: int = 0, setting: str = "") -> dict:
     """Time one workload in every library; its figures, ratios, target and verdict."""
     fns = {name: w.setup(lib) for name, lib in libs.items()}
     if getattr(w, "setup_numpy", None):
@@ -200,14 +223,14 @@ def run_workload(w, libs: dict, timer, with_details: bool, profile: int = 0) -> 
     del fns  # free the models before the details, which measure memory
     gc.collect()
     ember_s, numpy_s, torch_s = seconds["ember"], seconds.get("numpy"), seconds.get("torch")
-    kind, limit = w.TARGET
-    vs_torch = ember_s / torch_s if torch_s else None
-    if kind == "ratio":
-        target, passed = f"<= {limit:g}x PyTorch", (vs_torch <= limit if vs_torch is not None else None)
-    else:
-        target, passed = f"<= {limit:g} µs", ember_s * 1e6 <= limit
+    paired = paired_ratio(samples["ember"], samples["torch"]) if "torch" in samples else None
+    vs_torch = paired[0] if paired else None
+    limit = w.TARGETS[0 if setting == ONE_THREAD_CPU else 1]
+    target = "-" if limit is None else f"<= {limit:g}x PyTorch"
+    passed = None if limit is None or vs_torch is None else vs_torch <= limit
     result = {"name": w.NAME, "title": w.TITLE, "ember_s": ember_s, "numpy_s": numpy_s, "torch_s": torch_s,
-              "ember_vs_torch": vs_torch, "ember_vs_numpy": ember_s / numpy_s if numpy_s else None,
+              "ember_vs_torch": vs_torch, "ember_vs_torch_quartiles": paired[1:] if paired else None,
+              "ember_vs_numpy": ember_s / numpy_s if numpy_s else None, "setting": setting,
               "target": target, "passed": passed, "details": [], "profile": profiled,
               "samples_s": samples}
     if with_details and getattr(w, "details", None):
@@ -221,8 +244,10 @@ def _time(s) -> str:
     return f"{s * 1e6:.2f} µs" if s < 1e-3 else f"{s * 1e3:.2f} ms"
 
 
-def _ratio(r) -> str:
-    return "-" if r is None else f"{r:.2f}x"
+def _ratio(r, quartiles=None) -> str:
+    if r is None:
+        return "-"
+    return f"{r:.2f}x" if not quartiles else f"{r:.2f}x ({quartiles[0]:.2f}-{quartiles[1]:.2f})"
 
 
 def _verdict(passed) -> str:
@@ -230,8 +255,9 @@ def _verdict(passed) -> str:
 
 
 def print_table(results: list) -> None:
-    header = ("workload", "ember", "NumPy", "PyTorch", "ember/PyTorch", "ember/NumPy", "target", "result")
-    rows = [(r["name"], _time(r["ember_s"]), _time(r["numpy_s"]), _time(r["torch_s"]), _ratio(r["ember_vs_torch"]),
+    header = ("workload", "ember", "NumPy", "PyTorch", "ember/PyTorch (p25-p75)", "ember/NumPy", "target", "result")
+    rows = [(r["name"], _time(r["ember_s"]), _time(r["numpy_s"]), _time(r["torch_s"]),
+             _ratio(r["ember_vs_torch"], r["ember_vs_torch_quartiles"]),
              _ratio(r["ember_vs_numpy"]), r["target"], _verdict(r["passed"])) for r in results]
     widths = [max(len(row[i]) for row in rows + [header]) for i in range(len(header))]
 
@@ -268,12 +294,21 @@ def main(argv=None) -> int:
                         help="also profile ember's side of each workload (cProfile); print its N costliest functions")
     parser.add_argument("--threads", type=int, metavar="N",
                         help="run NumPy's BLAS and PyTorch with N threads (default: each library's own default)")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="time on the wall clock or the process CPU clock (the one-thread targets use cpu)")
+    parser.add_argument("--suite", action="store_true",
+                        help="run once at 1 thread on the CPU clock and once at 2 threads on the wall clock, and "
+                             "print both ratios with their targets")
     args = parser.parse_args(argv)
+    if args.suite:
+        return run_suite(args)
     if args.threads:
         limit_threads(args.threads)
     repeat = args.repeat or (3 if args.quick else 15)
     min_time = args.min_time or (0.02 if args.quick else 0.1)
-    timer = make_timer(repeat, warmup=1 if args.quick else 3, min_time=min_time)
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    timer = make_timer(repeat, warmup=1 if args.quick else 3, min_time=min_time, clock=clock)
+    setting = setting_of(args.threads, args.clock)
 
     libs = load_libs(not args.no_torch)
     if args.threads and "torch" in libs:
@@ -286,16 +321,60 @@ def main(argv=None) -> int:
     results = []
     for w in chosen:
         print(f"running {w.NAME} ...", file=sys.stderr, flush=True)
-        results.append(run_workload(w, libs, timer, not args.no_details, args.profile))
+        results.append(run_workload(w, libs, timer, not args.no_details, args.profile, setting))
     print_table(results)
     verdicts = [r["passed"] for r in results] + [d["passed"] for r in results for d in r["details"]]
     print(f"\n{verdicts.count(True)} targets met, {verdicts.count(False)} missed, {verdicts.count(None)} not judged "
-          f"(PyTorch {'missing' if 'torch' not in libs else 'present'}); medians of {repeat} samples")
+          f"(PyTorch {'missing' if 'torch' not in libs else 'present'}); {setting}; medians of {repeat} samples")
     for line in openblas_warning(env):
         print(line)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"environment": env, "repeat": repeat, "min_time_s": min_time, "results": results}, f, indent=2)
+            json.dump({"environment": env, "setting": setting, "repeat": repeat, "min_time_s": min_time,
+                       "results": results}, f, indent=2)
+    return 0
+
+
+#: the two settings of ``--suite``: (label, arguments)
+SUITE = (("1 thread, CPU clock", ["--threads", "1", "--clock", "cpu"]),
+         ("2 threads, wall clock", ["--threads", "2", "--clock", "wall"]))
+
+
+def run_suite(args) -> int:
+    """Run this script in each setting of :data:`SUITE` (a process each: thread counts are fixed at start) and
+    print one table of both settings' ratios and verdicts."""
+    import subprocess
+    import tempfile
+    passthrough = [a for a in sys.argv[1:] if a not in ("--suite",)]
+    if args.json:  # each setting writes its own file; the suite writes the combined one
+        i = passthrough.index("--json")
+        del passthrough[i:i + 2]
+    runs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, extra in SUITE:
+            path = os.path.join(tmp, "figures.json")
+            print(f"== {label} ==", flush=True)
+            done = subprocess.run([sys.executable, os.path.abspath(__file__), *passthrough, *extra, "--json", path])
+            if done.returncode != 0:
+                return done.returncode
+            with open(path) as f:
+                runs[label] = json.load(f)
+    print("\n== both settings: ember / PyTorch, median of per-round ratios (p25-p75) ==")
+    header = ["workload"] + [cell for label, _ in SUITE for cell in (label, "target", "result")]
+    rows = []
+    names = [r["name"] for r in runs[SUITE[0][0]]["results"]]
+    for name in names:
+        row = [name]
+        for label, _ in SUITE:
+            r = next(r for r in runs[label]["results"] if r["name"] == name)
+            row += [_ratio(r["ember_vs_torch"], r["ember_vs_torch_quartiles"]), r["target"], _verdict(r["passed"])]
+        rows.append(row)
+    widths = [max(len(row[i]) for row in rows + [header]) for i in range(len(header))]
+    for row in [header] + rows:
+        print("  ".join(c.ljust(wd) for c, wd in zip(row, widths)).rstrip())
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(runs, f, indent=2)
     return 0
 
 

@@ -3,8 +3,8 @@
 A workload module defines:
 
 - ``NAME`` (what ``-k`` matches) and ``TITLE`` (one line for the table's legend);
-- ``TARGET``: ``("ratio", x)`` — ember's median at most ``x`` times PyTorch's — or ``("us", x)`` —
-  ember's median at most ``x`` microseconds;
+- ``TARGETS``: ``(one_thread, two_threads)``: the largest ratio of ember's time to PyTorch's that meets the
+  target at one thread on the process CPU clock, and at two threads on the wall clock (None: no target);
 - ``setup(lib)``: builds the model and data with ``lib`` (the ``ember`` or the ``torch`` module, which
   share the API) and returns a function of no arguments that runs the workload once. The model is
   written once against ``lib``, so ember and PyTorch run literally the same code;

@@ -40,8 +40,8 @@ def _setup_mul_sum_backward_numpy():
     return step
 
 
-ADD = SimpleNamespace(NAME="op_add", TITLE="a + b, 4x4 float32, requires_grad", TARGET=("us", 5.0),
+ADD = SimpleNamespace(NAME="op_add", TITLE="a + b, 4x4 float32, requires_grad", TARGETS=(0.9, None),
                       setup=_setup_add, setup_numpy=_setup_add_numpy)
 MUL_SUM_BACKWARD = SimpleNamespace(
-    NAME="op_mul_sum_backward", TITLE="(a * a).sum().backward(), 4x4 float32", TARGET=("us", 40.0),
+    NAME="op_mul_sum_backward", TITLE="(a * a).sum().backward(), 4x4 float32", TARGETS=(0.6, None),
     setup=_setup_mul_sum_backward, setup_numpy=_setup_mul_sum_backward_numpy)

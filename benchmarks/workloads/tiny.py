@@ -5,7 +5,7 @@ from ._training import training_step
 
 NAME = "tiny"
 TITLE = "Tiny Linear(32,32)-Tanh-Linear(32,1), batch 8, MSE, SGD: training step"
-TARGET = ("ratio", 2.0)
+TARGETS = (0.5, 0.7)
 
 BATCH, LR = 8, 0.01
 
