@@ -10,6 +10,8 @@ import ember
 #: device types the core op tests run on: the built-in NumPy backend, the third-party example plugin
 #: (examples/plugins/ember-array-api-strict) and, on a machine with an NVIDIA GPU, the CUDA backend
 BACKENDS = ["cpu", "strict", pytest.param("cuda", marks=pytest.mark.cuda)]
+if os.environ.get("EMBER_TEST_CUDA_STANDIN") == "1":  # the op suite on the CuPy stand-in too (slow; opt-in)
+    BACKENDS.append("cuda-standin")
 #: the reason GPU tests give when skipped
 NO_GPU = "no CUDA GPU (ember.cuda.is_available() is False)"
 #: the CuPy stand-in on NumPy (tests only): see tests/cuda_standin/cupy/__init__.py
@@ -65,6 +67,9 @@ def device(request):
     """A device string; tests using it run once per backend (``cuda`` only where a GPU is)."""
     if request.param == "cuda":
         require_gpu()
+    if request.param == "cuda-standin":
+        request.getfixturevalue("cuda_standin")
+        return "cuda"
     if request.param not in ember.list_backends():
         pytest.fail(f"backend {request.param!r} is not installed: run "
                     "`pip install -e examples/plugins/ember-array-api-strict` (the README's test command does)")

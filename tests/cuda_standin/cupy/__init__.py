@@ -31,41 +31,14 @@ class _Pointer:
         self.ptr = ptr
 
 
-class ndarray(_np.ndarray):  # noqa: N801 - CuPy's name
-    """A NumPy array that lives on a stand-in GPU: fresh memory counts in that device's pool."""
-
-    _device_id = 0
-
-    def __array_finalize__(self, obj):
-        owner = self
-        while isinstance(owner.base, _np.ndarray):
-            owner = owner.base
-        dev = _OWNERS.get(id(owner))
-        if dev is None:  # fresh memory (NumPy made a result): on the current device, counted by its pool
-            dev = _runtime.getDevice()
-            _track(owner, dev)
-        self._device_id = dev
-
-    @property
-    def device(self):
-        return cuda.Device(self._device_id)
-
-    @property
-    def data(self):
-        return _Pointer(self.__array_interface__["data"][0])
-
-    def get(self, stream=None, order="C", out=None, blocking=True):
-        return asnumpy(self, stream, order, out, blocking=blocking)
-
-    def set(self, arr, stream=None) -> None:
-        self[...] = arr
-
-    def __repr__(self):
-        return _np.array_repr(self.view(_np.ndarray)).replace("array", "standin_array", 1)
-
-
-#: id(array owning memory) -> the stand-in GPU it is on
+#: id(NumPy array owning memory) -> the stand-in GPU it is on
 _OWNERS: dict = {}
+
+
+def _owner(a: _np.ndarray) -> _np.ndarray:
+    while isinstance(a.base, _np.ndarray):
+        a = a.base
+    return a
 
 
 def _track(owner, dev: int) -> None:
@@ -80,19 +53,178 @@ def _release(key, dev, n) -> None:
     _memory._DEVICE_POOL._free(dev, n)
 
 
+def _unwrap(x):
+    if isinstance(x, ndarray):
+        return x._a
+    if isinstance(x, tuple):
+        return tuple(_unwrap(v) for v in x)
+    if isinstance(x, list):
+        return [_unwrap(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _unwrap(v) for k, v in x.items()}
+    return x
+
+
 def _wrap(x):
-    """NumPy results as stand-in arrays: fresh plain arrays move onto the current device."""
+    """NumPy results as stand-in arrays; NumPy scalars become 0-d arrays (CuPy's reductions give those)."""
     if isinstance(x, ndarray):
         return x
+    if isinstance(x, _np.generic):
+        x = _np.asarray(x)
     if isinstance(x, _np.ndarray):
-        out = _np.empty(x.shape, x.dtype).view(ndarray)  # a fresh, counted array (raises OutOfMemoryError)
-        out[...] = x
-        return out
+        if x.dtype == object:
+            raise TypeError("CuPy has no object arrays (the stand-in refuses dtype=object)")
+        owner = _owner(x)
+        dev = _OWNERS.get(id(owner))
+        if dev is None:  # fresh memory NumPy made: a new array on the current device
+            dev = _runtime.getDevice()
+            _track(owner, dev)
+        return ndarray(x, dev)
     if isinstance(x, tuple):
         return type(x)(*map(_wrap, x)) if hasattr(x, "_fields") else tuple(map(_wrap, x))
     if isinstance(x, list):
         return [_wrap(v) for v in x]
     return x
+
+
+def _binary(name):
+    def op(self, other):
+        if isinstance(other, _np.ndarray) and not isinstance(other, ndarray):
+            raise TypeError(f"Unsupported type {type(other)} (CuPy does not mix host NumPy arrays into GPU ops)")
+        return _wrap(getattr(self._a, name)(_unwrap(other)))
+    op.__name__ = name
+    return op
+
+
+def _inplace(name):
+    def op(self, other):
+        getattr(self._a, name)(_unwrap(other))
+        return self
+    op.__name__ = name
+    return op
+
+
+class ndarray:  # noqa: N801 - CuPy's name
+    """An array on a stand-in GPU: a NumPy array inside, which NumPy cannot take implicitly (as with CuPy)."""
+
+    __slots__ = ("_a", "_device_id", "__weakref__")
+
+    def __init__(self, a, device_id: int):
+        self._a = a
+        self._device_id = device_id
+
+    # -- what ember reads ----------------------------------------------------------------
+    @property
+    def device(self):
+        return cuda.Device(self._device_id)
+
+    @property
+    def data(self):
+        return _Pointer(self._a.__array_interface__["data"][0])
+
+    shape = property(lambda self: self._a.shape)
+    dtype = property(lambda self: self._a.dtype)
+    ndim = property(lambda self: self._a.ndim)
+    size = property(lambda self: self._a.size)
+    nbytes = property(lambda self: self._a.nbytes)
+    itemsize = property(lambda self: self._a.itemsize)
+    strides = property(lambda self: self._a.strides)
+    flags = property(lambda self: self._a.flags)
+    T = property(lambda self: _wrap(self._a.T))
+    mT = property(lambda self: _wrap(_np.swapaxes(self._a, -1, -2)))
+    real = property(lambda self: _wrap(self._a.real))
+    imag = property(lambda self: _wrap(self._a.imag))
+
+    @property
+    def base(self):
+        return None if self._a.base is None else ndarray(_owner(self._a), self._device_id)
+
+    def __getattr__(self, name):  # methods: sum, reshape, astype, copy, ...
+        value = getattr(self._a, name)
+        if not callable(value):
+            return value
+
+        def method(*args, **kwargs):  # a fresh result (copy() too) lands on the current device, as in CuPy
+            return _wrap(value(*_unwrap(args), **_unwrap(kwargs)))
+        return method
+
+    def get(self, stream=None, order="C", out=None, blocking=True):
+        return asnumpy(self, stream, order, out, blocking=blocking)
+
+    def set(self, arr, stream=None) -> None:
+        self._a[...] = arr
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a "
+                        "NumPy array explicitly.")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """``np.exp(a)`` on a CuPy array runs CuPy's ufunc (the result stays on the GPU)."""
+        if "out" in kwargs:
+            kwargs["out"] = tuple(_unwrap(o) for o in kwargs["out"])
+        return _wrap(getattr(ufunc, method)(*_unwrap(inputs), **kwargs))
+
+    def __array_function__(self, func, types, args, kwargs):
+        return _wrap(func(*_unwrap(args), **_unwrap(kwargs)))
+
+    def __getitem__(self, key):
+        return _wrap(self._a[_unwrap(key)])
+
+    def __setitem__(self, key, value):
+        if isinstance(value, _np.ndarray) and value.ndim and not isinstance(value, ndarray):
+            raise TypeError("Unsupported type <class 'numpy.ndarray'> (set a CuPy array, or use .set())")
+        self._a[_unwrap(key)] = _unwrap(value)
+
+    def __len__(self):
+        return len(self._a)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __bool__(self):
+        return bool(self._a)
+
+    def __int__(self):
+        return int(self._a)
+
+    def __float__(self):
+        return float(self._a)
+
+    def __complex__(self):
+        return complex(self._a)
+
+    def __index__(self):
+        return self._a.__index__()
+
+    def __neg__(self):
+        return _wrap(-self._a)
+
+    def __pos__(self):
+        return _wrap(+self._a)
+
+    def __abs__(self):
+        return _wrap(abs(self._a))
+
+    def __invert__(self):
+        return _wrap(~self._a)
+
+    def __repr__(self):
+        return _np.array_repr(self._a).replace("array", "standin_array", 1)
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'cupy.ndarray'")
+
+    def __dlpack__(self, *args, **kwargs):
+        raise TypeError("the CuPy stand-in does not export DLPack")
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift",
+              "rshift"):
+    setattr(ndarray, f"__{_name}__", _binary(f"__{_name}__"))
+    setattr(ndarray, f"__r{_name}__", _binary(f"__r{_name}__"))
+    setattr(ndarray, f"__i{_name}__", _inplace(f"__i{_name}__"))
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    setattr(ndarray, f"__{_name}__", _binary(f"__{_name}__"))
 
 
 class _Func:
@@ -104,11 +236,28 @@ class _Func:
 
     def __call__(self, *args, **kwargs):
         kwargs.pop("device", None)
-        return _wrap(self._fn(*args, **kwargs))
+        if "out" in kwargs and isinstance(kwargs["out"], ndarray):
+            out = kwargs["out"]
+            kwargs["out"] = out._a
+            self._fn(*_unwrap(args), **_unwrap(kwargs))
+            return out
+        return _wrap(self._fn(*_unwrap(args), **_unwrap(kwargs)))
 
     def __getattr__(self, name):
+        if name == "at" and self.__name__ not in _AT_UFUNCS:
+            raise_ = f"`{self.__name__}.at` is not supported yet"
+
+            def at(*args, **kwargs):
+                raise NotImplementedError(raise_)
+            return at
         value = getattr(self._fn, name)
+        if name == "at":
+            return lambda a, indices, b=None: value(a._a, _unwrap(indices), _unwrap(b))
         return _Func(value) if callable(value) and not isinstance(value, type) else value
+
+
+#: the ufuncs whose ``.at`` CuPy implements
+_AT_UFUNCS = ("add", "subtract", "maximum", "minimum")
 
 
 class _Module(types.ModuleType):
@@ -139,11 +288,11 @@ def __getattr__(name):
 def asarray(a, dtype=None, order=None, *, copy=None, blocking=False):
     """``a`` on the current device: the array itself when it is there with that dtype, else a copy."""
     dev = _runtime.getDevice()
-    if isinstance(a, ndarray) and a._device_id == dev and (dtype is None or _np.dtype(dtype) == a.dtype) \
-            and not copy:
-        return a
-    host = _np.asarray(a.view(_np.ndarray) if isinstance(a, ndarray) else a, dtype=dtype)
-    return _wrap(_np.array(host, copy=True))
+    if isinstance(a, ndarray):
+        if a._device_id == dev and (dtype is None or _np.dtype(dtype) == a.dtype) and not copy:
+            return a
+        return _wrap(_np.array(a._a, dtype=dtype, copy=True))
+    return _wrap(_np.array(_unwrap(a), dtype=dtype, copy=True))
 
 
 def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, *, blocking=False):
@@ -152,7 +301,7 @@ def array(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0, *, blocki
 
 def asnumpy(a, stream=None, order="C", out=None, *, blocking=True):
     """A host (NumPy) copy of ``a``."""
-    host = _np.array(a.view(_np.ndarray) if isinstance(a, ndarray) else a, copy=True)
+    host = _np.array(a._a if isinstance(a, ndarray) else a, copy=True)
     if out is not None:
         out[...] = host
         return out

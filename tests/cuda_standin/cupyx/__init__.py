@@ -18,4 +18,5 @@ def zeros_pinned(shape, dtype=float, order="C"):
 
 
 def scatter_add(a, slices, value) -> None:
-    _np.add.at(a, slices, value)
+    from cupy import _unwrap
+    _np.add.at(a._a, _unwrap(slices), _unwrap(value))
