@@ -97,3 +97,15 @@ def test_ops_run_on_cupy_arrays(cuda_standin):
     w = ember.randn(5, 3, device="cuda")
     np.testing.assert_allclose((x @ w).cpu().numpy(), x.cpu().numpy() @ w.cpu().numpy(), rtol=1e-5)
     assert ember.linalg.vector_norm(x, dim=1).device == ember.device("cuda")
+
+
+def test_work_on_the_second_gpu_stays_there_whatever_the_current_device(cuda_standin):
+    assert ember.cuda.current_device() == 0
+    x = ember.ones(3, device="cuda:1", requires_grad=True)
+    y = (x * 2).exp().sum()
+    y.backward()
+    for t in (ember.zeros(2, device="cuda:1"), ember.eye(2, device="cuda:1"), y, x.grad,
+              ember.nn.functional.dropout(x, 0.5) if hasattr(ember, "nn") else y):
+        assert t._data.device.id == 1, t
+    assert ember.cuda.current_device() == 0
+    assert ember.cuda.memory_reserved(1) >= ember.cuda.memory_allocated(1) > 0

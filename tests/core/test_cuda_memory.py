@@ -34,9 +34,8 @@ def test_memory_statistics_come_from_the_pool(cuda_standin):
     ember.cuda.reset_peak_memory_stats()
     x = ember.zeros(1000, device="cuda")
     assert ember.cuda.memory_allocated() - base == 4000
-    assert ember.cuda.memory_reserved() == pool.total_bytes() >= ember.cuda.memory_allocated()
-    with ember.cuda.device(1):  # factory functions and ops allocate on CuPy's current device
-        y = ember.zeros(1000, device="cuda:1")
+    assert ember.cuda.memory_reserved() == pool.total_bytes() >= pool.used_bytes() >= 4000
+    y = ember.zeros(1000, device="cuda:1")
     assert ember.cuda.memory_allocated(1) >= 4000 and ember.cuda.memory_reserved("cuda:1") >= 4000
     del x
     assert ember.cuda.max_memory_allocated() - base == 4000 and ember.cuda.memory_allocated() == base

@@ -33,3 +33,18 @@ def test_a_training_step_lowers_the_loss(cuda_device):
         losses.append(loss.item())
     assert losses[-1] < losses[0] * 0.9
     assert all(p.grad.device.type == "cuda" for p in model.parameters())
+
+
+def test_training_on_the_second_gpu_keeps_everything_there(cuda_standin):
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.1), nn.Linear(8, 2)).to("cuda:1")
+    opt = ember.optim.AdamW(model.parameters(), lr=1e-2)
+    x, y = ember.randn(16, 4, device="cuda:1"), ember.randint(0, 2, (16,), device="cuda:1")
+    for _ in range(2):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    arrays = [p._data for p in model.parameters()] + [p.grad._data for p in model.parameters()]
+    arrays += [v._data for state in opt.state.values() for v in state.values()
+               if isinstance(v, ember.Tensor) and v.device.type == "cuda"]  # (the step count is on the CPU)
+    assert {a.device.id for a in arrays} == {1} and ember.cuda.current_device() == 0

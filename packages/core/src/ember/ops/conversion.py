@@ -10,6 +10,7 @@ from .. import _dtype as dt
 from .._device import as_device
 from .._device import device as Device
 from ..autograd.function import Op
+from ..backends.backend import on_device
 from ..memory import pinning_backend
 from ._common import Tensor, tensor_method
 
@@ -47,8 +48,9 @@ class ToCopy(Op):
             out = move_array(out, src, device, non_blocking)
             xp = device.backend.xp
         if dtype is not None:
-            out = xp.astype(out, device.backend.native_dtype(dtype) if device is not None
-                            else src.backend.native_dtype(dtype))
+            with on_device(device or src):
+                out = xp.astype(out, device.backend.native_dtype(dtype) if device is not None
+                                else src.backend.native_dtype(dtype))
         ctx.out_device = device or src
         return out
 

@@ -1,8 +1,9 @@
 """``CUDABackend``: ember's ``cuda`` devices on CuPy arrays.
 
 Arrays live on the GPU of their device (``cuda:N`` is CuPy's device N; ``cuda`` is ``cuda:0``); data moves
-with ``with cupy.cuda.Device(N)`` around the copy. Ops run on CuPy's current device (``ember.cuda.set_device``,
-``ember.cuda.device(N)``), as CuPy's own kernels do. Memory statistics come from CuPy's memory pool,
+with ``with cupy.cuda.Device(N)`` around the copy. On a machine with several GPUs, ops and factory functions
+run inside ``cupy.cuda.Device(N)`` of their tensors' device (``Backend.device_guard``); with one GPU nothing
+is switched. Memory statistics come from CuPy's memory pool,
 pinned host memory from its pinned memory pool, and CuPy's ``OutOfMemoryError`` becomes
 ``ember.OutOfMemoryError`` with ember's report.
 """
@@ -30,6 +31,7 @@ class CUDABackend(Backend):
         self._from_native = {nat: d for d, nat in self.dtypes.items()}
         self.xp = None
         self._cp = None
+        self.device_guard = None
 
     # -- CuPy, loaded on first use ---------------------------------------------------------------
     @property
@@ -42,6 +44,8 @@ class CUDABackend(Backend):
                 raise RuntimeError(f"CUDA is not available: {_cupy.reason()}")
             self._cp = cp
             self.xp = namespace.make(cp)
+            if _cupy.device_count() > 1:  # CuPy allocates on its current device: switch to the tensors' GPU
+                self.device_guard = self._guard
             if _holds_bfloat16(cp):
                 self.dtypes[dt.bfloat16] = dt.numpy_dtype(dt.bfloat16)
                 self._from_native[self.dtypes[dt.bfloat16]] = dt.bfloat16
@@ -74,6 +78,10 @@ class CUDABackend(Backend):
     def check_device(self, device) -> None:
         self.cp  # noqa: B018 - raises when CUDA is not available
         super().check_device(device)
+
+    def _guard(self, device):
+        """CuPy's ``Device`` context of ``device``: work inside allocates there (``device_guard``)."""
+        return self._cp.cuda.Device(device.index or 0)
 
     def synchronize(self, device) -> None:
         self.cp.cuda.Device(device.index or 0).synchronize()
