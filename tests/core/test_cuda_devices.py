@@ -109,3 +109,13 @@ def test_work_on_the_second_gpu_stays_there_whatever_the_current_device(cuda_sta
         assert t._data.device.id == 1, t
     assert ember.cuda.current_device() == 0
     assert ember.cuda.memory_reserved(1) >= ember.cuda.memory_allocated(1) > 0
+
+
+def test_ember_accelerator_is_cuda_and_shares_the_current_device(cuda_standin):
+    assert ember.accelerator.current_accelerator() == ember.device("cuda")
+    assert ember.accelerator.is_available() and ember.accelerator.device_count() == 2
+    with ember.accelerator.device_index(1):
+        assert ember.cuda.current_device() == 1 == ember.accelerator.current_device_index()
+    assert ember.cuda.current_device() == 0
+    x = ember.ones(250, device="cuda:1")
+    assert ember.accelerator.memory_allocated(1) >= 1000 and x.device.index == 1

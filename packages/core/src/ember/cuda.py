@@ -55,7 +55,7 @@ def device_count() -> int:
 
 def current_device() -> int:
     """Index of the current CUDA device (where ``'cuda'`` work runs; 0 until :func:`set_device`)."""
-    return _require().cp.cuda.runtime.getDevice()
+    return _require().current_device()
 
 
 def set_device(device) -> None:
@@ -65,8 +65,7 @@ def set_device(device) -> None:
     >>> if ember.cuda.is_available():
     ...     ember.cuda.set_device(0)
     """
-    b = _require()
-    b.cp.cuda.Device(_cuda(device).index).use()
+    _require().set_device(_cuda(device).index)
 
 
 class device:  # noqa: N801 - PyTorch's name

@@ -79,6 +79,14 @@ class CUDABackend(Backend):
         self.cp  # noqa: B018 - raises when CUDA is not available
         super().check_device(device)
 
+    def current_device(self) -> int:
+        """CuPy's current device (``ember.accelerator.current_device_index`` asks this)."""
+        return self.cp.cuda.runtime.getDevice()
+
+    def set_device(self, index: int) -> None:
+        """Make GPU ``index`` CuPy's current device (``ember.accelerator.set_device_index``)."""
+        self.cp.cuda.Device(index).use()
+
     def _guard(self, device):
         """CuPy's ``Device`` context of ``device``: work inside allocates there (``device_guard``)."""
         return self._cp.cuda.Device(device.index or 0)
