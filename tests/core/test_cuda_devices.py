@@ -1,4 +1,5 @@
 """The CUDA backend's own logic on the CuPy stand-in (tests/cuda_standin): registration, devices, transfers."""
+import os
 import subprocess
 import sys
 
@@ -10,10 +11,13 @@ from tests.conftest import STANDIN
 
 
 def test_registers_through_the_entry_point_without_importing_cupy():
-    out = subprocess.run([sys.executable, "-c", "import sys, ember; print(ember.list_backends()); "
-                          "print([m for m in sys.modules if m.startswith('cupy')])"],
-                         capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
-    assert "cuda" in out[0] and out[1] == "[]"
+    # with a CuPy importable (the stand-in), CPU work never imports it; ember.cuda.is_available() does
+    code = ("import sys, ember; print(ember.list_backends()); x = ember.ones(2, requires_grad=True); "
+            "(x * x).sum().backward(); print([m for m in sys.modules if m.startswith('cupy')]); "
+            "print(ember.cuda.is_available(), 'cupy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True,
+                         env=dict(os.environ, PYTHONPATH=str(STANDIN))).stdout.splitlines()
+    assert "cuda" in out[0] and out[1:] == ["[]", "True True"]
     assert ember.collect_claims("ember_backends")["cuda"][1] == "cuda"  # the entry point's name
 
 
