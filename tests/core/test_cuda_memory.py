@@ -23,8 +23,9 @@ def test_non_blocking_copy_from_pinned_memory(cuda_standin, monkeypatch):
     p = ember.arange(3.0).pin_memory()
     y = p.to("cuda", non_blocking=True)
     z = p.cuda(non_blocking=False)
-    assert calls == [{"blocking": False}, {"blocking": True}]
-    assert y.tolist() == z.tolist() == [0.0, 1.0, 2.0]
+    w = ember.arange(3.0).to("cuda", non_blocking=True)  # pageable: the copy waits
+    assert calls == [{"blocking": False}, {"blocking": True}, {"blocking": True}]
+    assert y.tolist() == z.tolist() == w.tolist() == [0.0, 1.0, 2.0]
 
 
 def test_memory_statistics_come_from_the_pool(cuda_standin):

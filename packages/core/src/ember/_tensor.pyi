@@ -2265,9 +2265,9 @@ class Tensor:
         """Cast and/or move: ``x.to(ember.float64)``, ``x.to('cpu:1')``, ``x.to(other)``, ``x.to(device, dtype)``.
 
         Returns ``self`` when nothing changes (unless ``copy=True``). The move is
-        differentiable: the gradient flows back to the source device. ``non_blocking=True`` queues a copy from
-        the CPU to a CUDA device on the current stream and returns at once (asynchronous from pinned memory,
-        :meth:`pin_memory`); copies to the CPU always wait.
+        differentiable: the gradient flows back to the source device. ``non_blocking=True`` on a pinned tensor
+        (:meth:`pin_memory`) queues its copy to a CUDA device on the current stream and returns at once; other
+        copies (from pageable memory, to the CPU) wait, as PyTorch's do.
         """
     def tolist(self) -> Any:
         """Nested Python lists of the values (a number for a zero-dim tensor)."""

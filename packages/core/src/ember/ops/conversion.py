@@ -84,9 +84,9 @@ def to(self, *args, **kwargs):
     """Cast and/or move: ``x.to(ember.float64)``, ``x.to('cpu:1')``, ``x.to(other)``, ``x.to(device, dtype)``.
 
     Returns ``self`` when nothing changes (unless ``copy=True``). The move is
-    differentiable: the gradient flows back to the source device. ``non_blocking=True`` queues a copy from
-    the CPU to a CUDA device on the current stream and returns at once (asynchronous from pinned memory,
-    :meth:`pin_memory`); copies to the CPU always wait.
+    differentiable: the gradient flows back to the source device. ``non_blocking=True`` on a pinned tensor
+    (:meth:`pin_memory`) queues its copy to a CUDA device on the current stream and returns at once; other
+    copies (from pageable memory, to the CPU) wait, as PyTorch's do.
     """
     dtype, device, copy, non_blocking = _parse_to(args, dict(kwargs))
     if dtype is self._dtype:
@@ -95,7 +95,7 @@ def to(self, *args, **kwargs):
         device = None  # 'cpu' and 'cpu:0' are the same memory
     if dtype is None and device is None:
         return self.clone() if copy else self
-    if non_blocking and device is not None:
+    if non_blocking and device is not None and self.is_pinned():  # from pageable memory a copy always waits
         return ToCopy.apply(self, dtype=dtype, device=device, src=self._device, non_blocking=True)
     return ToCopy.apply(self, dtype=dtype, device=device, src=self._device)
 
