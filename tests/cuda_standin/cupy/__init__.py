@@ -235,7 +235,6 @@ class _Func:
         self.__name__ = getattr(fn, "__name__", repr(fn))
 
     def __call__(self, *args, **kwargs):
-        kwargs.pop("device", None)
         if "out" in kwargs and isinstance(kwargs["out"], ndarray):
             out = kwargs["out"]
             kwargs["out"] = out._a
