@@ -40,7 +40,7 @@ class Stream:
     >>> import ember
     >>> if ember.cuda.is_available():
     ...     s = ember.cuda.Stream()
-    ...     s.query()
+    ...     idle = s.query()
     """
 
     def __init__(self, device=None, priority: int = 0, *, _native=None):
