@@ -214,7 +214,7 @@ def test_sibling_distribution_in_the_same_env(both_env):
         print(sorted(ember.list_backends()))
         print(ember.ones(2, device="fake").device)
     """)
-    assert out.splitlines() == ["hello from ember-fakeext", "['cpu', 'fake']", "fake"]
+    assert out.splitlines() == ["hello from ember-fakeext", "['cpu', 'cuda', 'fake']", "fake"]
     info = sh(both_env.parent / "ember", "info")
     assert "ember-fakeext 0.0.1" in info
     assert "fake     fake backend of ember-fakeext  [plugin fakeext]" in info
