@@ -64,3 +64,11 @@ def test_per_process_memory_fraction_uses_the_gpus_total(cuda_standin):
         assert ember.memory.get_memory_limit("cuda:1") == 1 << 29
     finally:
         ember.memory.set_memory_limit(None, "cuda:1")
+
+
+def test_out_of_memory_inside_an_op_reports_cupys_request(cuda_standin, monkeypatch):
+    monkeypatch.setattr(cuda_standin.cuda.runtime, "TOTAL_MEMORY", 1 << 20)  # a 1 MiB GPU
+    x = ember.empty(200_000, device="cuda")  # 800 KB
+    with pytest.raises(ember.OutOfMemoryError) as info:
+        x + 1
+    assert info.value.requested_bytes == 800_000 and info.value.op == "add"
