@@ -55,7 +55,7 @@ def test_device_errors(args, error, match):
 def test_tensor_device_property(device):
     t = ember.ones(2, device=device)
     assert t.device == ember.device(device)
-    assert t.is_cpu == (device == "cpu") and not t.is_cuda
+    assert t.is_cpu == (device == "cpu") and t.is_cuda == (device == "cuda")
 
 
 # -- logical CPU devices -----------------------------------------------------------------------------------------

@@ -134,7 +134,7 @@ def test_einsum_list_form_and_strict_backend(device):
         with pytest.raises(ember.UnsupportedOpError, match="'einsum'.*'strict'"):
             ember.einsum("ij,j->i", [a, b])
         return
-    np.testing.assert_allclose(ember.einsum("ij,j->i", [a, b]).detach().numpy(), (a @ b).detach().numpy())
+    np.testing.assert_allclose(ember.einsum("ij,j->i", [a, b]).detach().cpu().numpy(), (a @ b).detach().cpu().numpy())
 
 
 @pytest.mark.parametrize("eq, shapes, msg", [

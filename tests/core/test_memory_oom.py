@@ -16,7 +16,7 @@ from ember.serialization import _format as serialization_format
 def _clean():
     gc.collect()  # tensors of earlier tests in reference cycles must not die mid-test
     yield
-    for dev in ("cpu", "cpu:1", "strict"):
+    for dev in ("cpu", "cpu:1", "strict", "cuda"):
         ember.memory.set_memory_limit(None, dev)
     ember.memory.record_memory_history(None)
 

@@ -180,10 +180,12 @@ def test_fresh_env_imports_ember_and_runs_autograd(core_env):
     assert result == "14.0 [2.0, 4.0, 6.0] SumBackward0"
 
 
-def test_fresh_env_has_only_the_builtin_backend(core_env):
+def test_fresh_env_has_only_the_builtin_backends(core_env):
+    # cuda registers through ember-core's own entry point; without CuPy it is there but unavailable
     out = run_in(core_env, """
+        import sys
         import ember
-        print(ember.list_backends())
+        print(ember.list_backends(), ember.cuda.is_available(), "cupy" in sys.modules)
         try:
             import ember.fakeext
         except ImportError:
@@ -193,7 +195,7 @@ def test_fresh_env_has_only_the_builtin_backend(core_env):
         except ImportError:
             print("no nn")
     """)
-    assert out.splitlines() == ["['cpu']", "no fakeext", "no nn"]
+    assert out.splitlines() == ["['cpu', 'cuda'] False False", "no fakeext", "no nn"]
 
 
 def test_console_script_runs_in_fresh_env(core_env, wheels):
@@ -212,7 +214,7 @@ def test_sibling_distribution_in_the_same_env(both_env):
         print(sorted(ember.list_backends()))
         print(ember.ones(2, device="fake").device)
     """)
-    assert out.splitlines() == ["hello from ember-fakeext", "['cpu', 'fake']", "fake"]
+    assert out.splitlines() == ["hello from ember-fakeext", "['cpu', 'cuda', 'fake']", "fake"]
     info = sh(both_env.parent / "ember", "info")
     assert "ember-fakeext 0.0.1" in info
     assert "fake     fake backend of ember-fakeext  [plugin fakeext]" in info

@@ -89,7 +89,7 @@ def test_pinning_a_tensor_that_is_not_on_the_cpu_is_an_error(device):
     if device == "cpu":
         assert x.pin_memory() is x
         return
-    with pytest.raises(RuntimeError, match=r"cannot pin 'ember.FloatTensor' on device 'strict': only CPU tensors"):
+    with pytest.raises(RuntimeError, match=rf"cannot pin 'ember.FloatTensor' on device '{device}': only CPU tensors"):
         x.pin_memory()
     with pytest.raises(RuntimeError, match="only CPU tensors can be pinned"):
         ember.tensor([1.0], device=device, pin_memory=True)

@@ -2004,8 +2004,12 @@ def mm(input: Tensor, mat2: Any, *, out: Tensor | None = ...) -> Tensor:
     """
 
 # ember.ops.conversion
-def move_array(data: Any, src: Any, dst: Any) -> Any:
-    """``data`` (an array on device ``src``) as an array on ``dst``; never shares memory across devices."""
+def move_array(data: Any, src: Any, dst: Any, non_blocking: builtins.bool = ...) -> Any:
+    """``data`` (an array on device ``src``) as an array on ``dst``; never shares memory across devices.
+
+    ``non_blocking``: a copy from the host may be queued on the device's current stream (the CUDA backend's
+    ``copy_from_host``), truly asynchronous when ``data`` is in pinned memory.
+    """
 
 # ember.ops.view
 def moveaxis(input: Tensor, source: Any, destination: Any) -> Tensor:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import math
+import re
 import sys
 import time
 from types import FrameType
@@ -85,6 +86,9 @@ def check_request(device, shape, dtype) -> None:
                                 f"it would take {device}'s tensors past the memory limit of {_oom.fmt_bytes(limit)}")
 
 
+_ALLOCATING = re.compile(r"allocating ([\d,]+) bytes")
+
+
 def from_memory_error(exc: MemoryError, device, shape=None, dtype=None) -> OutOfMemoryError:
     """The OutOfMemoryError for a backend's ``MemoryError`` (NumPy's ``Unable to allocate ...`` names its
     shape and dtype); raise it ``from exc``."""
@@ -93,6 +97,9 @@ def from_memory_error(exc: MemoryError, device, shape=None, dtype=None) -> OutOf
     n = getattr(exc, "_total_size", None)
     if n is None and shape is not None and dtype is not None:
         n = math.prod(shape) * dtype.itemsize
+    if n is None:  # CuPy's OutOfMemoryError says only "Out of memory allocating 1,024 bytes (...)"
+        said = _ALLOCATING.search(str(exc))
+        n = None if said is None else int(said.group(1).replace(",", ""))
     if dtype is None and native is not None:
         dtype = from_numpy_dtype(native) or native
     return out_of_memory(device, n, None if shape is None else tuple(shape), dtype,

@@ -242,4 +242,4 @@ def parse_to(args: tuple, kwargs: dict):
     >>> parse_to((ember.float64,), {"device": "cpu"})
     (ember.float64, device(type='cpu'), False)
     """
-    return _parse_to(args, kwargs)
+    return _parse_to(args, kwargs)[:3]

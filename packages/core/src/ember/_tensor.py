@@ -25,6 +25,7 @@ from ._device import as_device
 from ._hooks import add_hook
 from ._size import Size
 from ._tensor_str import tensor_repr
+from .backends.backend import on_device
 
 __all__ = ["Tensor", "is_tensor"]
 
@@ -119,7 +120,8 @@ class Tensor:
         """A contiguous copy without autograd history (used for fresh ``.grad`` values)."""
         xp = self._device.backend.xp
         try:
-            data = xp.asarray(self._data, copy=True)
+            with on_device(self._device):
+                data = xp.asarray(self._data, copy=True)
         except MemoryError as exc:
             raise _alloc.from_memory_error(exc, self._device, self._data.shape, self._dtype) from exc
         return Tensor._make(data, self._device, self._dtype)

@@ -725,8 +725,12 @@ class Tensor:
     def cpu(self) -> Tensor:
         """This tensor on the CPU (``self`` if it already is)."""
     # ember.ops.conversion
-    def cuda(self, device: _Device | builtins.str | builtins.int | None = ...) -> Tensor:
-        """This tensor on a CUDA device (needs the ``cuda`` backend: ``pip install ember-core[cuda]``)."""
+    def cuda(
+        self,
+        device: _Device | builtins.str | builtins.int | None = ...,
+        non_blocking: builtins.bool = ...,
+    ) -> Tensor:
+        """This tensor on a CUDA device (needs the ``cuda`` backend: ``pip install ember-core[cuda12]``)."""
     # ember.ops.reduction
     def cumprod(self, dim: builtins.int, *, dtype: _DType | None = ...) -> Tensor:
         """Running products along ``dim``; bools and ints accumulate in int64.
@@ -2261,7 +2265,9 @@ class Tensor:
         """Cast and/or move: ``x.to(ember.float64)``, ``x.to('cpu:1')``, ``x.to(other)``, ``x.to(device, dtype)``.
 
         Returns ``self`` when nothing changes (unless ``copy=True``). The move is
-        differentiable: the gradient flows back to the source device.
+        differentiable: the gradient flows back to the source device. ``non_blocking=True`` on a pinned tensor
+        (:meth:`pin_memory`) queues its copy to a CUDA device on the current stream and returns at once; other
+        copies (from pageable memory, to the CPU) wait, as PyTorch's do.
         """
     def tolist(self) -> Any:
         """Nested Python lists of the values (a number for a zero-dim tensor)."""

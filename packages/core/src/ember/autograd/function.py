@@ -37,6 +37,7 @@ from typing import Any
 
 from .. import _alloc, _plugins
 from .._tensor import Tensor
+from ..backends.backend import on_device
 from ..errors import DeviceMismatchError, UnsupportedOpError
 from . import anomaly
 from .grad_mode import AUTOCAST_THREADS, STATE, no_grad
@@ -260,6 +261,10 @@ class Op(Node):
         backend = device._backend or device.backend
         kernel = cls._kernels.get(backend.name) or cls._resolve_kernel(backend)
         xp = backend.xp
+        guard = backend.device_guard  # None but on a backend that allocates on a current device (CuPy, 2+ GPUs)
+        if guard is not None:
+            guard = guard(device)
+            guard.__enter__()
         try:
             if reduced and cls.upcasts_reduced_floats:
                 out = backend.run_reduced_float(kernel, ctx, xp, arrays, attrs)
@@ -278,6 +283,9 @@ class Op(Node):
             raise
         except MemoryError as exc:  # the backend's allocator failed: an OutOfMemoryError with the report
             raise _alloc.from_memory_error(exc, device) from exc
+        finally:
+            if guard is not None:
+                guard.__exit__(None, None, None)
         if cls._plain:
             res = Tensor._make(out, device, first._dtype if out.dtype is like else None)
             if not requires or not STATE.enabled or not res._dtype.is_floating_point:
@@ -439,7 +447,8 @@ class _HeldOutputs:
 def _zeros(meta):
     shape, dtype, device = meta
     backend = device.backend
-    return Tensor._make(backend.xp.zeros(shape, dtype=backend.native_dtype(dtype)), device, dtype)
+    with on_device(device):
+        return Tensor._make(backend.xp.zeros(shape, dtype=backend.native_dtype(dtype)), device, dtype)
 
 
 class FunctionCtx(Node):

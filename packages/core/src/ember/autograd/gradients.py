@@ -9,6 +9,7 @@ tensor([2., 4.])
 from __future__ import annotations
 
 from .._tensor import Tensor
+from ..backends.backend import on_device
 from . import engine
 from .node import grad_accumulator
 
@@ -34,7 +35,8 @@ def _make_grads(outputs, grads):
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             if not t._dtype.is_floating_point:
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {t.dtype}")
-            g = Tensor._make(t._device.backend.xp.ones_like(t._data), t._device, t._dtype)
+            with on_device(t._device):
+                g = Tensor._make(t._device.backend.xp.ones_like(t._data), t._device, t._dtype)
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradients must be tensors or None, got {type(g).__name__}")
         elif tuple(g.shape) != tuple(t.shape):
@@ -75,8 +77,9 @@ def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False,
             and self._dtype.is_floating_point and self._requires_grad:  # the common case, kept short
         device = self._device
         data = self._data
-        g = Tensor._make((device._backend or device.backend).xp.ones(data.shape, dtype=data.dtype), device,
-                         self._dtype)
+        with on_device(device):
+            g = Tensor._make((device._backend or device.backend).xp.ones(data.shape, dtype=data.dtype), device,
+                             self._dtype)
         engine.run_backward((self,), (g,), bool(retain_graph), False)
         return
     backward(self, gradient, retain_graph, create_graph, inputs=inputs)
@@ -105,4 +108,5 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 
 def _zeros_like(t):
-    return Tensor._make(t._device.backend.xp.zeros_like(t._data), t._device, t._dtype)
+    with on_device(t._device):
+        return Tensor._make(t._device.backend.xp.zeros_like(t._data), t._device, t._dtype)

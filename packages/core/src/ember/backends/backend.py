@@ -12,6 +12,7 @@ Subclass :class:`Backend` in a plugin and return an instance from the
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import Any
 
@@ -32,6 +33,11 @@ class Backend:
     dtypes: dict = {}
 
     # -- devices ------------------------------------------------------------
+    #: ``device_guard(device)``: a context manager inside which new arrays are made on ``device`` (a backend
+    #: whose library allocates on a "current device", as CuPy does on several GPUs); None: nothing to switch.
+    #: Ops run their kernels inside it, factory functions make their arrays inside it (:func:`on_device`).
+    device_guard: Any = None
+
     def device_count(self) -> int:
         return 1
 
@@ -169,6 +175,15 @@ class Backend:
     def describe(self) -> str:
         """One line for ``python -m ember info``."""
         return f"{self.device_count()} device(s)"
+
+
+_NO_GUARD = contextlib.nullcontext()
+
+
+def on_device(device):
+    """The context in which arrays for ``device`` are made: its backend's :attr:`Backend.device_guard`, if any."""
+    guard = (device._backend or device.backend).device_guard
+    return _NO_GUARD if guard is None else guard(device)
 
 
 def _is_reduced(from_native, a) -> bool:

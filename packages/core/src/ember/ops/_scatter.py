@@ -71,11 +71,15 @@ def put_rows(xp, base, idx, src):
 def mul_rows(xp, base, idx, src, op_name="scatter"):
     """A copy of ``base`` with rows ``idx`` multiplied by the rows of ``src`` (NumPy-like backends only)."""
     at = _at(xp, "multiply")
+    unsupported = UnsupportedOpError(f"op {op_name!r} with reduce='multiply' is not supported by backend "
+                                     f"{_backend_name(xp)!r} (its array namespace has no multiply.at)")
     if at is None:
-        raise UnsupportedOpError(f"op {op_name!r} with reduce='multiply' is not supported by backend "
-                                 f"{_backend_name(xp)!r} (its array namespace has no multiply.at)")
+        raise unsupported
     out = xp.asarray(base, copy=True)
-    at(out, idx, src)
+    try:
+        at(out, idx, src)
+    except NotImplementedError:  # CuPy's ufunc.at serves add, subtract, maximum and minimum only
+        raise unsupported from None
     return out
 
 

@@ -10,21 +10,30 @@ from .. import _dtype as dt
 from .._device import as_device
 from .._device import device as Device
 from ..autograd.function import Op
+from ..backends.backend import on_device
 from ..memory import pinning_backend
 from ._common import Tensor, tensor_method
 
 __all__ = ["move_array"]
 
 
-def move_array(data, src, dst):
-    """``data`` (an array on device ``src``) as an array on ``dst``; never shares memory across devices."""
+def move_array(data, src, dst, non_blocking: bool = False):
+    """``data`` (an array on device ``src``) as an array on ``dst``; never shares memory across devices.
+
+    ``non_blocking``: a copy from the host may be queued on the device's current stream (the CUDA backend's
+    ``copy_from_host``), truly asynchronous when ``data`` is in pinned memory."""
     if src.key == dst.key:
         return data
     sb, db = src.backend, dst.backend
     db.check_device(dst)
     if sb is db:
         return sb.copy_to(data, src, dst)
-    return db.from_numpy(sb.to_numpy(data).copy(), dst)
+    to_device = getattr(db, "copy_from_host", None)  # a backend that always copies: no host copy first
+    if to_device is not None and src.type == "cpu":
+        return to_device(data, dst, non_blocking)
+    to_host = getattr(sb, "copy_to_host", None)
+    host = to_host(data) if to_host is not None else sb.to_numpy(data).copy()
+    return db.from_numpy(host, dst)
 
 
 class ToCopy(Op):
@@ -32,15 +41,16 @@ class ToCopy(Op):
     moves_device = True
 
     @staticmethod
-    def forward(ctx, xp, a, dtype=None, device=None, src=None):
+    def forward(ctx, xp, a, dtype=None, device=None, src=None, non_blocking=False):
         ctx.src, ctx.src_dtype = src, src.backend.from_native[a.dtype]
         out = a
         if device is not None and device.key != src.key:
-            out = move_array(out, src, device)
+            out = move_array(out, src, device, non_blocking)
             xp = device.backend.xp
         if dtype is not None:
-            out = xp.astype(out, device.backend.native_dtype(dtype) if device is not None
-                            else src.backend.native_dtype(dtype))
+            with on_device(device or src):
+                out = xp.astype(out, device.backend.native_dtype(dtype) if device is not None
+                                else src.backend.native_dtype(dtype))
         ctx.out_device = device or src
         return out
 
@@ -61,12 +71,12 @@ def _parse_to(args, kwargs):
             dtype, device = a._dtype, a._device
         else:
             raise TypeError(f"to() received an invalid argument {a!r}: expected a dtype, a device or a tensor")
-    kwargs.pop("non_blocking", None)
+    non_blocking = bool(kwargs.pop("non_blocking", False))
     copy = kwargs.pop("copy", False)
     kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-    return dtype, (None if device is None else as_device(device)), copy
+    return dtype, (None if device is None else as_device(device)), copy, non_blocking
 
 
 @tensor_method()
@@ -74,15 +84,19 @@ def to(self, *args, **kwargs):
     """Cast and/or move: ``x.to(ember.float64)``, ``x.to('cpu:1')``, ``x.to(other)``, ``x.to(device, dtype)``.
 
     Returns ``self`` when nothing changes (unless ``copy=True``). The move is
-    differentiable: the gradient flows back to the source device.
+    differentiable: the gradient flows back to the source device. ``non_blocking=True`` on a pinned tensor
+    (:meth:`pin_memory`) queues its copy to a CUDA device on the current stream and returns at once; other
+    copies (from pageable memory, to the CPU) wait, as PyTorch's do.
     """
-    dtype, device, copy = _parse_to(args, dict(kwargs))
+    dtype, device, copy, non_blocking = _parse_to(args, dict(kwargs))
     if dtype is self._dtype:
         dtype = None
     if device is not None and device.key == self._device.key:
         device = None  # 'cpu' and 'cpu:0' are the same memory
     if dtype is None and device is None:
         return self.clone() if copy else self
+    if non_blocking and device is not None and self.is_pinned():  # from pageable memory a copy always waits
+        return ToCopy.apply(self, dtype=dtype, device=device, src=self._device, non_blocking=True)
     return ToCopy.apply(self, dtype=dtype, device=device, src=self._device)
 
 
@@ -93,10 +107,10 @@ def cpu(self):
 
 
 @tensor_method()
-def cuda(self, device=None):
-    """This tensor on a CUDA device (needs the ``cuda`` backend: ``pip install ember-core[cuda]``)."""
+def cuda(self, device=None, non_blocking=False):
+    """This tensor on a CUDA device (needs the ``cuda`` backend: ``pip install ember-core[cuda12]``)."""
     dev = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device)
-    return self.to(dev)
+    return self.to(dev, non_blocking=non_blocking)
 
 
 class PinMemory(Op):

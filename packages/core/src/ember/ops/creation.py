@@ -18,6 +18,7 @@ from .. import _dtype as dt
 from .._device import as_device
 from .._overflow import check_array, check_scalar, wrap_unsigned
 from .._tensor import legacy_tensor_data, size_from_args, to_numpy_data
+from ..backends.backend import on_device
 from ._common import Tensor
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
@@ -124,7 +125,8 @@ def _filled(fn, size, value, dtype, device, requires_grad, pin_memory=False):
         value = wrap_unsigned(value, dtype)
     _alloc.check_request(device, shape, dtype)  # past a memory limit, fail before allocating (and filling)
     try:
-        data = xp.empty(shape, dtype=nat) if value is None else xp.full(shape, value, dtype=nat)
+        with on_device(device):
+            data = xp.empty(shape, dtype=nat) if value is None else xp.full(shape, value, dtype=nat)
     except MemoryError as exc:
         raise _alloc.from_memory_error(exc, device, shape, dtype) from exc
     return _finish(data, device, dtype, requires_grad, pin_memory)
@@ -232,7 +234,8 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     shape = (n, m if m is not None else n)
     _alloc.check_request(device, shape, dtype)
     try:
-        data = backend.xp.eye(*shape, dtype=backend.native_dtype(dtype))
+        with on_device(device):
+            data = backend.xp.eye(*shape, dtype=backend.native_dtype(dtype))
     except MemoryError as exc:
         raise _alloc.from_memory_error(exc, device, shape, dtype) from exc
     return _finish(data, device, dtype, requires_grad)

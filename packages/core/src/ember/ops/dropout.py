@@ -21,6 +21,7 @@ import warnings
 
 from .. import _dtype as dt
 from ..autograd.function import Op
+from ..backends.backend import on_device
 from . import _cpu_distributions as dist
 from ._common import Tensor
 from ._random_common import pick_generator, rng_to_device
@@ -85,7 +86,8 @@ def _keep_mask(input, shape, p):
     device = input._device
     hits = dist.bernoulli_scalar(pick_generator(None, device).engine, math.prod(shape), 1 - p).reshape(shape)
     hits = rng_to_device(hits, dt.bool_, device)
-    return device.backend.xp.astype(hits, device.backend.native_dtype(input._dtype))
+    with on_device(device):
+        return device.backend.xp.astype(hits, device.backend.native_dtype(input._dtype))
 
 
 def _feature_shape(input, batched):
