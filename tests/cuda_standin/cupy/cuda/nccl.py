@@ -104,16 +104,22 @@ def groupEnd() -> None:  # noqa: N802
 
 
 def _run(calls) -> None:
-    """Post every point-to-point call of a group at once (sends of copies) and wait for all."""
-    requests, keep = [], []
+    """Post every point-to-point call of a group at once and wait for the receives; a send takes a copy of its
+    data and completes later (as NCCL's, queued on a stream: the receiver may post its receive afterwards)."""
+    MPI = _mpi()
+    receives = []
     for kind, comm, buf, peer in calls:
         if kind == "send":
             copy = np.array(buf, copy=True)
-            keep.append(copy)
-            requests.append(comm.Isend(copy.view(np.uint8), dest=peer, tag=1))
+            _sends.append((comm.Isend(copy.view(np.uint8), dest=peer, tag=1), copy))
         else:
-            requests.append(comm.Irecv(buf.view(np.uint8), source=peer, tag=1))
-    _mpi().Request.Waitall(requests)
+            receives.append(comm.Irecv(buf.view(np.uint8), source=peer, tag=1))
+    MPI.Request.Waitall(receives)
+    _sends[:] = [(req, copy) for req, copy in _sends if not req.Test()]
+
+
+#: sends not known to have completed, with the copies of their data
+_sends: list = []
 
 
 class NcclCommunicator:
@@ -153,6 +159,8 @@ class NcclCommunicator:
         return self._device
 
     def destroy(self) -> None:
+        _mpi().Request.Waitall([req for req, _ in _sends])
+        _sends.clear()
         if self._comm is not None:
             self._comm.Free()
             self._comm = None

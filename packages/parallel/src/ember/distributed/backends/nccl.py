@@ -170,6 +170,10 @@ class NCCLBackend(Backend):
 
     def _launch(self, name, tensor, post):
         """Steps that run ``post(comm, stream)`` (which queues NCCL calls) on ``tensor``'s GPU and wait for it."""
+        yield Pending([self._queue(name, tensor, post)], self._in_transfer)
+
+    def _queue(self, name, tensor, post) -> _EventDone:
+        """Run ``post(comm, stream)`` on ``tensor``'s GPU, its current stream; what completes after it."""
         gpu = self._where(tensor)
         if gpu != self._device:
             raise DistError(f"[rank {self._control.global_rank}] {name}: this rank's NCCL communicator of "
@@ -181,7 +185,7 @@ class NCCLBackend(Backend):
             post(self._comm, stream.ptr)
             event = cuda.Event(disable_timing=True)
             event.record(stream)
-        yield Pending([_EventDone(event)], self._in_transfer)
+        return _EventDone(event)
 
     def _in_transfer(self):
         return (f"every rank of {self._control.label} arrived, but the NCCL transfer on cuda:{self._device} did not "
@@ -278,18 +282,22 @@ class NCCLBackend(Backend):
     def _exchange(self, name, tensor, sends, recvs):
         """Steps that run, in one NCCL group, ``sends`` and ``recvs``: lists of ``(array, byte offset, bytes,
         group rank)``."""
-        u8 = self._nccl.NCCL_UINT8
+        yield Pending([self._queue(name, tensor, self._group_call(sends, recvs))], self._in_transfer)
+
+    def _group_call(self, sends, recvs):
+        """What queues ``sends`` and ``recvs`` (see :meth:`_exchange`) in one NCCL group."""
+        u8, nccl = self._nccl.NCCL_UINT8, self._nccl
 
         def post(comm, s):
-            self._nccl.groupStart()
+            nccl.groupStart()
             try:
                 for arr, offset, nbytes, peer in sends:
                     comm.send(arr.data.ptr + offset, nbytes, u8, peer, s)
                 for arr, offset, nbytes, peer in recvs:
                     comm.recv(arr.data.ptr + offset, nbytes, u8, peer, s)
             finally:
-                self._nccl.groupEnd()
-        yield from self._launch(name, tensor, post)
+                nccl.groupEnd()
+        return post
 
     def gather(self, tensor, outputs, root):
         arr = core.array(tensor)
@@ -346,10 +354,10 @@ class NCCLBackend(Backend):
         arr = core.array(tensor)
         peer = self._control.ranks[dst]
 
-        def steps():
-            yield Pending([self._hdr.Isend(header, dest=dst, tag=tag)],
-                          lambda: f"rank {peer} did not receive it (no matching recv, tag {tag})")
-            yield from self._exchange(f"send to rank {peer}", tensor, [(arr, 0, self._nbytes(arr), dst)], [])
+        def steps():  # the header and the data are both on their way when send() returns
+            announced = self._hdr.Isend(header, dest=dst, tag=tag)
+            sent = self._queue(f"send to rank {peer}", tensor, self._group_call([(arr, 0, self._nbytes(arr), dst)], []))
+            yield Pending([announced, sent], lambda: f"rank {peer} did not receive it (no matching recv, tag {tag})")
         return MPIWork(self._control, f"send to rank {peer}", steps())
 
     def recv(self, tensor, src, tag):
