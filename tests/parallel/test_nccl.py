@@ -366,3 +366,20 @@ def test_nccl_with_cupy_but_no_nccl_library_is_an_error_saying_so(monkeypatch):
     with pytest.raises(RuntimeError, match=r"CuPy imports, but its NCCL library does not load .*nvidia-nccl-cu12"):
         dist.init_process_group("nccl")
     assert not dist.is_initialized()
+
+
+def test_an_error_nccl_reports_while_an_operation_is_pending_ends_the_wait_naming_the_rank():
+    from ember.distributed.backends.nccl import _EventDone
+
+    class Pending:
+        done = False
+
+    class FailedPeer:
+        def check_async_error(self):
+            raise RuntimeError("NCCL_ERROR_REMOTE_ERROR: remote process exited")
+
+    with pytest.raises(dist.DistBackendError, match=r"^\[rank 1\] all_reduce on cuda:1: NCCL reported an error: "
+                                                    r"NCCL_ERROR_REMOTE_ERROR"):
+        _EventDone(Pending(), FailedPeer(), "[rank 1] all_reduce on cuda:1").Test()
+    Pending.done = True
+    assert _EventDone(Pending(), FailedPeer(), "").Test()

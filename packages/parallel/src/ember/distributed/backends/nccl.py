@@ -36,7 +36,7 @@ import numpy as np
 import ember
 from ember import _sibling_api as core
 
-from .._errors import DistError
+from .._errors import DistBackendError, DistError
 from ..backend import Backend
 from . import _mpi_meta as meta
 from . import mpi
@@ -63,15 +63,23 @@ def create(rank: int, world_size: int, timeout) -> NCCLBackend:
 
 
 class _EventDone:
-    """A CUDA event recorded after queued work, seen as an MPI request (``Test()``) for :class:`Pending`."""
+    """A CUDA event recorded after queued NCCL work, seen as an MPI request (``Test()``) for :class:`Pending`;
+    while it is not done, an error NCCL reports for the communicator (a peer failed) ends the wait, labelled
+    with ``where``."""
 
-    __slots__ = ("event",)
+    __slots__ = ("event", "comm", "where")
 
-    def __init__(self, event):
-        self.event = event
+    def __init__(self, event, comm, where: str):
+        self.event, self.comm, self.where = event, comm, where
 
     def Test(self) -> bool:  # noqa: N802 (MPI's name)
-        return bool(self.event.done)
+        if self.event.done:
+            return True
+        try:
+            self.comm.check_async_error()
+        except Exception as exc:  # CuPy's NcclError
+            raise DistBackendError(f"{self.where}: NCCL reported an error: {exc}") from exc
+        return False
 
 
 class NCCLBackend(Backend):
@@ -180,12 +188,16 @@ class NCCLBackend(Backend):
                             f"{self._control.label} is on cuda:{self._device}, but the tensor is on cuda:{gpu}; put "
                             f"this rank's CUDA tensors on cuda:{self._device}")
         cuda = self._cupy.cuda
+        where = f"[rank {self._control.global_rank}] {name} on cuda:{self._device}"
         with cuda.Device(self._device):
             stream = cuda.get_current_stream()
-            post(self._comm, stream.ptr)
+            try:
+                post(self._comm, stream.ptr)
+            except Exception as exc:  # CuPy's NcclError, a CUDA error
+                raise DistBackendError(f"{where}: NCCL refused the operation: {exc}") from exc
             event = cuda.Event(disable_timing=True)
             event.record(stream)
-        return _EventDone(event)
+        return _EventDone(event, self._comm, where)
 
     def _in_transfer(self):
         return (f"every rank of {self._control.label} arrived, but the NCCL transfer on cuda:{self._device} did not "
@@ -242,6 +254,7 @@ class NCCLBackend(Backend):
         arr = core.array(tensor)
 
         def transfer():
+            self._same_gpu("all_gather", tensor, *outputs)
             gathered = self._empty((self.size(),) + arr.shape, arr)
             nbytes = self._nbytes(arr)
             yield from self._launch("all_gather", tensor, lambda comm, s: comm.allGather(
