@@ -272,11 +272,23 @@ with open(f"{sys.argv[1]}/rank{r}.json", "w") as f:
 """
 
 
-def test_auto_without_a_gpu_is_mpi_alone_and_says_why_it_refuses_cuda_tensors(tmp_path):
-    ranks = rank_outputs(2, AUTO_WITHOUT_GPU, tmp_path, env=standin(gpus=0))
+ONLY_RANK_0_HAS_A_GPU = """
+import os
+if os.environ.get("PMI_RANK") == "1":  # MPICH's rank, known before MPI starts
+    os.environ["EMBER_STANDIN_GPUS"] = "0"
+"""
+
+
+@pytest.mark.parametrize("gpus, prefix, reason", [
+    (0, "", "no CUDA-capable device"),
+    (1, "", "ranks 0 and 1 of the default group would both use cuda:0"),
+    (2, ONLY_RANK_0_HAS_A_GPU, "rank 1 of the default group cannot use NCCL")])
+def test_auto_without_a_gpu_per_rank_is_mpi_alone_and_says_why_it_refuses_cuda_tensors(tmp_path, gpus, prefix,
+                                                                                       reason):
+    ranks = rank_outputs(2, prefix + AUTO_WITHOUT_GPU, tmp_path, env=standin(gpus=gpus))
     for rk in ranks:
         assert rk["sum"] == [3.0, 3.0] and rk["nccl"]
-        assert "this group has no NCCL (" in rk["why"] and "no CUDA-capable device" in rk["why"]
+        assert "this group has no NCCL (" in rk["why"] and reason in rk["why"]
         assert "to send it over MPI" in rk["why"]
 
 

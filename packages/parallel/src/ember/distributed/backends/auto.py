@@ -2,8 +2,8 @@
 ``init_process_group()`` without a backend, or ``"cpu:gloo,cuda:nccl"``, gives).
 
 Each operation goes to the backend of its tensors' device; both share one MPI control group, so every collective,
-on either device, is numbered and checked in one sequence. Where CuPy, NCCL or a GPU is missing the group is MPI
-alone, and a CUDA tensor is refused with the reason.
+on either device, is numbered and checked in one sequence. Where CuPy, NCCL or a GPU is missing, or ranks would share
+a GPU, the group is MPI alone, and a CUDA tensor is refused with the reason.
 
 On each rank of a job (``ember-run -n 2 train.py``)::
 
@@ -35,8 +35,9 @@ def ember_distributed_backends():
 
 
 def create(rank: int, world_size: int, timeout) -> AutoBackend:
-    """MPI's group, and beside it NCCL's where CuPy's NCCL imports and sees a GPU (on every rank: the ranks agree
-    on whether NCCL is used, or the ones without it say so)."""
+    """MPI's group, and beside it NCCL's where CuPy's NCCL imports and sees a GPU on every rank, each rank on its
+    own GPU; otherwise MPI alone (the ranks agree on it): CPU tensors still move, and a CUDA tensor is refused with
+    the reason."""
     control = mpi.create(rank, world_size, timeout)
     try:
         cupy, nccl = load("auto")
@@ -49,11 +50,15 @@ def create(rank: int, world_size: int, timeout) -> AutoBackend:
     everyone = ember.zeros(control.size(), dtype=ember.int32)
     control.all_gather_into_tensor(everyone, have).wait()
     lacking = [control.ranks[r] for r, ok in enumerate(everyone.tolist()) if not ok]
-    if lacking and len(lacking) < control.size():
-        raise DistError(f"init_process_group(backend='auto'): ranks {lacking} have no NCCL (on this rank: "
-                        f"{why or 'NCCL is there'}), the others have; every rank must have a GPU with NCCL, or "
-                        "none; use backend='mpi' to move CPU tensors only")
-    return AutoBackend(control, None if lacking else NCCLBackend(control, cupy, nccl), why)
+    if len(lacking) == control.size():
+        return AutoBackend(control, None, why)
+    if lacking:
+        return AutoBackend(control, None, f"rank{'s' if len(lacking) > 1 else ''} {', '.join(map(str, lacking))} "
+                                          f"of the default group cannot use NCCL" + (f": {why}" if why else ""))
+    try:
+        return AutoBackend(control, NCCLBackend(control, cupy, nccl))
+    except DistError as exc:  # ranks that would share a GPU: every rank finds it alike, and keeps MPI
+        return AutoBackend(control, None, str(exc))
 
 
 class AutoBackend(Backend):
