@@ -341,6 +341,13 @@ def test_two_ranks_on_one_gpu_is_an_error_naming_them(tmp_path):
             "cuda:0 of one host") in done.stderr, done.stderr
 
 
+def test_nccl_without_a_gpu_is_an_error_saying_so(tmp_path):
+    done = run_ranks(1, prelude(), tmp_path, env=standin(gpus=0), timeout=60)
+    assert done.returncode != 0
+    assert ("RuntimeError: [rank 0] init_process_group(backend='nccl'): CuPy sees no GPU (cudaErrorNoDevice"
+            in done.stderr), done.stderr
+
+
 NEVER_ENTERS = """
 import time
 dist.all_reduce(ember.ones(2, device=dev))

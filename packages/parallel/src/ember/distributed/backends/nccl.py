@@ -144,24 +144,31 @@ class NCCLBackend(Backend):
         naming them."""
         control, size, me = self._control, self.size(), self.rank()
         host = zlib.crc32(MPI.Get_processor_name().encode())
-        seats = np.empty((size, 2), dtype=np.int64)
         if gpu is None:
             hosts = np.empty(size, dtype=np.int64)
             yield Pending([control._coll.Iallgather(np.array([host], dtype=np.int64), hosts)], control._in_transfer)
             local = int((hosts[:me] == host).sum())
-            count = self._cupy.cuda.runtime.getDeviceCount()
+            try:
+                count, why = self._cupy.cuda.runtime.getDeviceCount(), ""
+            except Exception as exc:  # CUDARuntimeError: no driver, no device
+                count, why = 0, f" ({exc})"
             if count < 1:
                 raise RuntimeError(f"[rank {control.global_rank}] init_process_group(backend='nccl'): CuPy sees no "
-                                   "GPU; use backend='mpi' (CPU tensors)")
+                                   f"GPU{why}; use backend='mpi' (CPU tensors) or 'auto'")
             gpu = int(os.environ.get("LOCAL_RANK", local)) % count
-        yield Pending([control._coll.Iallgather(np.array([host, gpu], dtype=np.int64), seats)], control._in_transfer)
+        # a GPU is told by its PCI bus id: ranks that each see one GPU (CUDA_VISIBLE_DEVICES) all call it cuda:0
+        bus = getattr(self._cupy.cuda.runtime, "deviceGetPCIBusId", None)  # (the tests' CuPy stand-in lacks it)
+        ident = zlib.crc32((bus(gpu) if bus is not None else f"cuda:{gpu}").encode())
+        seats = np.empty((size, 3), dtype=np.int64)
+        yield Pending([control._coll.Iallgather(np.array([host, ident, gpu], dtype=np.int64), seats)],
+                      control._in_transfer)
         taken: dict = {}
-        for r, (h, g) in enumerate(seats.tolist()):
-            if (h, g) in taken:
-                raise DistError(f"init_process_group(backend='nccl'): ranks {control.ranks[taken[h, g]]} and "
+        for r, (h, i, g) in enumerate(seats.tolist()):
+            if (h, i) in taken:
+                raise DistError(f"init_process_group(backend='nccl'): ranks {control.ranks[taken[h, i]]} and "
                                 f"{control.ranks[r]} of {control.label} would both use cuda:{g} of one host; NCCL "
                                 "needs a GPU per rank: start at most as many ranks per host as it has GPUs")
-            taken[h, g] = r
+            taken[h, i] = r
         uid = np.zeros(128, dtype=np.uint8)  # NCCL_UNIQUE_ID_BYTES
         if me == 0:
             made = np.frombuffer(bytes(self._nccl.get_unique_id()), dtype=np.uint8)
