@@ -84,8 +84,9 @@ class _EventDone:
 
 class NCCLBackend(Backend):
     """One rank's side of a group on NCCL, beside ``control`` (the MPI backend of the same ranks) that runs the
-    ranks' meetings and the point-to-point headers; ``serves_cpu`` (set by the ``auto`` backend) routes CPU
-    tensors to ``control``."""
+    ranks' meetings and the point-to-point headers (and, in an ``auto`` group, moves the CPU tensors). The NCCL
+    communicator is made here, by every rank of the group together, on GPU ``gpu`` (None: the rank's local rank).
+    """
 
     name = "nccl"
 
