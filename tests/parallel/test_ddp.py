@@ -349,5 +349,7 @@ def test_ddp_argument_errors_say_what_was_expected():
         DistributedDataParallel(lambda x: x)
     with pytest.raises(ValueError, match="bucket_cap_mb must be a positive number"):
         DistributedDataParallel(ember.nn.Linear(2, 2), bucket_cap_mb=0)
-    with pytest.raises(ValueError, match="leave device_ids and output_device None"):
+    with pytest.raises(ValueError, match=r"device_ids=\[1\], .* this replica's parameters are on cpu; pass"):
         DistributedDataParallel(ember.nn.Linear(2, 2), device_ids=[1])
+    with pytest.raises(ValueError, match="output_device='cpu:1'"):
+        DistributedDataParallel(ember.nn.Linear(2, 2), output_device="cpu:1")

@@ -27,8 +27,8 @@ def test_importing_ember_distributed_starts_no_mpi():
 
 
 def test_unknown_backend_is_an_error_listing_the_known_ones():
-    with pytest.raises(ValueError, match=r"unknown process-group backend 'nccl'; known: \['mpi'\]"):
-        dist.init_process_group("nccl")
+    with pytest.raises(ValueError, match=r"unknown process-group backend 'gloo'; known: \['auto', 'mpi', 'nccl'\]"):
+        dist.init_process_group("gloo")
     assert not dist.is_initialized()
     with pytest.raises(TypeError, match="timeout argument to be of type datetime.timedelta"):
         dist.init_process_group(timeout=30)

@@ -35,8 +35,7 @@ def _tensor(name: str, pg: ProcessGroup, t, arg: str = "tensor"):
         raise TypeError(f"{name}: {arg} must be an ember.Tensor, but got {type(t).__name__}")
     if not pg.backend.supports_device(t.device):
         raise RuntimeError(f"[rank {pg.ranks[pg.rank()]}] {name}: the {pg.backend_name!r} backend of {pg.label} "
-                           f"cannot serve {arg} on device {t.device}; move it (e.g. .cpu()), or use a backend for "
-                           f"{t.device.type} tensors (backends come from plugins, see ember.distributed.hookspec)")
+                           f"cannot serve {arg} on device {t.device}; {pg.backend.refusal(t.device)}")
     if not t.is_contiguous():
         raise ValueError(f"{name}: Tensors must be contiguous ({arg} is not; call .contiguous() first)")
     return t

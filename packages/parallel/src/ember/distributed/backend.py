@@ -77,6 +77,11 @@ class Backend:
         """Whether this backend moves tensors on ``device`` (an ``ember.device``)."""
         raise NotImplementedError
 
+    def refusal(self, device) -> str:
+        """What to do with a tensor on ``device``, which :meth:`supports_device` refused (ends the error message)."""
+        return (f"move it (e.g. .cpu()), or use a backend for {device.type} tensors (backends come from plugins, "
+                "see ember.distributed.hookspec)")
+
     def new_group(self, ranks: list[int], timeout: datetime.timedelta) -> Backend | None:
         """Called on every rank of this (the default) group with the same sorted global ``ranks``: the backend of
         the subgroup of those ranks, or None on a rank outside it."""

@@ -1,9 +1,9 @@
 """Every hook through which a plugin adds to ember.distributed, documented in one place.
 
-The built-in MPI backend is a plugin like any other: :mod:`ember.distributed.backends.mpi` implements
-``ember_distributed_backends`` and :mod:`ember.distributed.registry` registers it through the same call a third
-party uses. A third-party plugin (an NCCL backend for CUDA tensors, say) ships an entry point in the ``ember``
-group::
+The built-in backends (``mpi``, ``nccl``, ``auto``) are plugins like any other: each module of
+:mod:`ember.distributed.backends` implements ``ember_distributed_backends`` and :mod:`ember.distributed.registry`
+registers it through the same call a third party uses. A third-party plugin (a backend for another accelerator's
+tensors, say) ships an entry point in the ``ember`` group::
 
     # pyproject.toml of a plugin
     [project.entry-points.ember]
@@ -14,10 +14,10 @@ group::
 
     @ember.hookimpl
     def ember_distributed_backends():
-        return {"nccl": make_nccl_backend}
+        return {"xccl": make_xccl_backend}
 
 A backend name another plugin already offers is refused at registration, with an error naming both plugins.
-``init_process_group(backend="nccl")`` then finds it.
+``init_process_group(backend="xccl")`` then finds it.
 """
 import pluggy
 

@@ -6,7 +6,7 @@ True
 >>> registry.get("nonsense")
 Traceback (most recent call last):
 ...
-ValueError: unknown process-group backend 'nonsense'; known: ['mpi']
+ValueError: unknown process-group backend 'nonsense'; known: ['auto', 'mpi', 'nccl']
 """
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from . import hookspec
 __all__ = ["available", "get", "BUILTIN_PLUGINS"]
 
 #: built-in plugin modules, registered through the same call a third party uses
-BUILTIN_PLUGINS = ("ember.distributed.backends.mpi",)
+BUILTIN_PLUGINS = ("ember.distributed.backends.mpi", "ember.distributed.backends.nccl",
+                   "ember.distributed.backends.auto")
 
 
 def available() -> dict:

@@ -221,7 +221,8 @@ class Reducer:
                     bucket.renew(ember.empty_like(bucket.buffer))
 
     def _globally_used(self) -> list[bool]:
-        mask = ember.tensor([int(u) for u in self.used], dtype=ember.int32)
+        # on the parameters' device: a group on NCCL moves CUDA tensors only
+        mask = ember.tensor([int(u) for u in self.used], dtype=ember.int32, device=self.params[0].device)
         dist.all_reduce(mask, op=dist.ReduceOp.MAX, group=self.process_group)
         return [bool(v) for v in mask.tolist()]
 

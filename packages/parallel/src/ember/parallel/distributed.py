@@ -31,7 +31,8 @@ class DistributedDataParallel(nn.Module):
     naming it, at the end of that backward. ``gradient_as_bucket_view=True`` makes each parameter's ``.grad``, once
     reduced, a view into its bucket's buffer (as PyTorch's: no copy of the averages into ``.grad``, and none into the
     bucket when the gradients accumulate into the views, that is with ``zero_grad(set_to_none=False)``).
-    ``device_ids`` and ``output_device`` must be None (CPU tensors); the wrapped model is ``ddp.module``, and
+    ``device_ids`` may name only the device the module's parameters are on (``[local_rank]`` for a model on
+    ``cuda:local_rank``, as in PyTorch), ``output_device`` too; the wrapped model is ``ddp.module``, and
     ``ddp.state_dict()`` keys carry the ``module.`` prefix, as PyTorch's.
 
     On each rank of a job (``ember-run -n 2 script.py``)::
@@ -50,10 +51,13 @@ class DistributedDataParallel(nn.Module):
         if not isinstance(module, nn.Module):
             raise TypeError(f"DistributedDataParallel: module must be an ember.nn.Module, but got "
                             f"{type(module).__name__}")
-        for name, value in (("device_ids", device_ids), ("output_device", output_device)):
-            if value is not None and not (name == "device_ids" and list(value) in ([], ["cpu"])):
-                raise ValueError(f"DistributedDataParallel: {name}={value!r}: ember's DDP runs one process per "
-                                 "CPU replica; leave device_ids and output_device None")
+        named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+        if not named:
+            raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have any parameter "
+                               "that requires a gradient.")
+        #: the device of the replica (its parameters'), where DDP's own flags travel too
+        self.device = named[0][1].device
+        _check_devices(self.device, device_ids, output_device)
         if static_graph:
             raise ValueError("DistributedDataParallel: static_graph is not supported; leave it False")
         if bucket_cap_mb is None:
@@ -67,10 +71,6 @@ class DistributedDataParallel(nn.Module):
         self.find_unused_parameters = find_unused_parameters
         self.require_backward_grad_sync = True
         self._joined = None  # the join() context in progress
-        named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
-        if not named:
-            raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have any parameter "
-                               "that requires a gradient.")
         self._sync_module_states()
         self.reducer = Reducer([p for _, p in named], [n for n, _ in named], process_group,
                                int(bucket_cap_mb * 1024 * 1024), find_unused_parameters,
@@ -149,6 +149,25 @@ class DistributedDataParallel(nn.Module):
         return _Join(self, divide_by_initial_world_size) if enable else contextlib.nullcontext()
 
 
+def _check_devices(device, device_ids, output_device) -> None:
+    """``device_ids`` and ``output_device`` may only name the replica's own ``device`` (one process per device)."""
+    def same(d) -> bool:
+        if isinstance(d, int) and not isinstance(d, bool):
+            d = ember.device(device.type, d)
+        try:
+            d = ember.device(d)
+        except (TypeError, ValueError, RuntimeError):
+            return False
+        return d.type == device.type and (d.index or 0) == (device.index or 0)
+
+    ids_ok = device_ids is None or (isinstance(device_ids, (list, tuple)) and (
+        len(device_ids) == 0 and device.type == "cpu" or len(device_ids) == 1 and same(device_ids[0])))
+    if not ids_ok or not (output_device is None or same(output_device)):
+        raise ValueError(f"DistributedDataParallel: device_ids={device_ids!r}, output_device={output_device!r}: "
+                         f"ember's DDP runs one process per replica, and this replica's parameters are on {device}; "
+                         f"pass device_ids=[{device!r}] (or None) and leave output_device None")
+
+
 def _broadcast_all(tensors, src: int, process_group) -> None:
     """Global rank ``src``'s values of ``tensors`` into every rank's, coalesced: one broadcast per dtype, of the
     tensors of that dtype concatenated (in the given order, which is the module's on every rank)."""
@@ -185,7 +204,7 @@ class _Join:
 
     def announce(self, sync: bool, active: bool = True) -> tuple[int, bool]:
         """All-reduce this rank's (active, sync); the divisor of this step's gradients and whether to sync."""
-        flags = ember.tensor([int(active), int(active and sync)], dtype=ember.int64)
+        flags = ember.tensor([int(active), int(active and sync)], dtype=ember.int64, device=self.ddp.device)
         dist.all_reduce(flags, group=self.ddp.process_group)
         n_active, n_sync = flags.tolist()
         divisor = dist.get_world_size(self.ddp.process_group) if self.initial else max(n_active, 1)
@@ -199,7 +218,7 @@ class _Join:
         try:
             last_joiner = True
             while True:
-                flags = ember.tensor([0, 0], dtype=ember.int64)
+                flags = ember.tensor([0, 0], dtype=ember.int64, device=ddp.device)
                 dist.all_reduce(flags, group=ddp.process_group)
                 n_active, n_sync = flags.tolist()
                 if n_active == 0:
@@ -219,7 +238,8 @@ class _Join:
         """The ranks that joined early skipped the last steps: every rank takes the parameters and buffers of the
         highest-numbered rank that trained to the end (PyTorch's ``_sync_final_model``)."""
         pg = self.ddp.process_group
-        me = ember.tensor([dist.get_global_rank(pg, dist.get_rank(pg)) if last_joiner else -1], dtype=ember.int64)
+        me = ember.tensor([dist.get_global_rank(pg, dist.get_rank(pg)) if last_joiner else -1], dtype=ember.int64,
+                          device=self.ddp.device)
         dist.all_reduce(me, op=dist.ReduceOp.MAX, group=pg)
         module = self.ddp.module
         _broadcast_all([*module.parameters(), *module.buffers()], int(me.item()), pg)
