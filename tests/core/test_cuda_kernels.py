@@ -150,7 +150,7 @@ def _cupy():
             raise RuntimeError("no GPU")
     except Exception as exc:  # ImportError, CUDARuntimeError (no driver), ...
         pytest.skip(f"needs CuPy and an NVIDIA GPU ({type(exc).__name__}: {exc})")
-    if not hasattr(cupy, "ElementwiseKernel"):
+    if getattr(cupy, "STANDIN", False) or not hasattr(cupy, "ElementwiseKernel"):
         pytest.skip("needs the real CuPy, not the stand-in")
     return cupy
 
@@ -160,7 +160,7 @@ def _ctx(op):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("dtype, tol", [("float16", 2e-3), ("float32", 2e-6), ("float64", 1e-13)])
+@pytest.mark.parametrize("dtype, tol", [("float16", 1e-2), ("float32", 2e-6), ("float64", 1e-13)])
 @pytest.mark.parametrize("name", ["sigmoid", "silu", "gelu", "gelu_tanh"])
 def test_fused_activations_on_gpu(name, dtype, tol):
     cupy = _cupy()

@@ -21,23 +21,23 @@ from ....ops import _pool_windows as pw
 from ....ops.pooling import AvgPoolBackward, _AvgPool, max_pool_backward_forward, max_pool_forward
 from ._compiled import elementwise, real_cupy
 
-_PARAMS = "int64 size, int64 out_len, int64 inner, int64 k, int64 s, int64 p, int64 d"
-# an output position of a pass: (outer, o, inner) over an input laid out (outer, size, inner)
-_OUT_INDEX = ("long long in_i = i % inner; long long o = (i / inner) % out_len; "
-              "long long base = (i / inner / out_len) * size * inner + in_i; long long first = o * s - p;")
-# an input position of a backward pass: (outer, q, inner) over gradients laid out (outer, out_len, inner)
-_IN_INDEX = ("long long in_i = i % inner; long long q = (i / inner) % size; "
-             "long long base = (i / inner / size) * out_len * inner + in_i;")
+_PARAMS = "int64 n_in, int64 n_out, int64 n_inner, int64 taps, int64 step, int64 pad, int64 dil"
+# an output position of a pass: (outer, o, n_inner) over an input laid out (outer, n_in, n_inner)
+_OUT_INDEX = ("long long in_i = i % n_inner; long long o = (i / n_inner) % n_out; "
+              "long long base = (i / n_inner / n_out) * n_in * n_inner + in_i; long long first = o * step - pad;")
+# an input position of a backward pass: (outer, q, n_inner) over gradients laid out (outer, n_out, n_inner)
+_IN_INDEX = ("long long in_i = i % n_inner; long long q = (i / n_inner) % n_in; "
+             "long long base = (i / n_inner / n_in) * n_out * n_inner + in_i;")
 
 _MAX = _OUT_INDEX + """
-bool valid = first >= 0 && first < size;
-T cur = valid ? a[base + first * inner] : lowest;
+bool valid = first >= 0 && first < n_in;
+T cur = valid ? a[base + first * n_inner] : lowest;
 bool unseen = !valid;
 S won = 0;
-for (long long j = 1; j < k; ++j) {
-    long long at = first + j * d;
-    bool inside = at >= 0 && at < size;
-    T val = inside ? a[base + at * inner] : lowest;
+for (long long j = 1; j < taps; ++j) {
+    long long at = first + j * dil;
+    bool inside = at >= 0 && at < n_in;
+    T val = inside ? a[base + at * n_inner] : lowest;
     bool take = val > cur || val != val || (unseen && inside);
     if (unseen && inside) unseen = false;
     if (take) { cur = val; won = (S)j; }
@@ -47,31 +47,31 @@ y = cur; sel = won;
 
 _MAX_SCATTER = _IN_INDEX + """
 T acc = T(0);
-for (long long j = 0; j < k; ++j) {
-    long long t = q + p - j * d;
-    if (t < 0 || t % s != 0) continue;
-    long long o = t / s;
-    if (o < out_len && (long long)sel[base + o * inner] == j) acc = acc + g[base + o * inner];
+for (long long j = 0; j < taps; ++j) {
+    long long t = q + pad - j * dil;
+    if (t < 0 || t % step != 0) continue;
+    long long o = t / step;
+    if (o < n_out && (long long)sel[base + o * n_inner] == j) acc = acc + g[base + o * n_inner];
 }
 z = acc;
 """
 
 _SUM = _OUT_INDEX + """
-T acc = (first >= 0 && first < size) ? a[base + first * inner] : T(0);
-for (long long j = 1; j < k; ++j) {
-    long long at = first + j * d;
-    acc = acc + ((at >= 0 && at < size) ? a[base + at * inner] : T(0));
+T acc = (first >= 0 && first < n_in) ? a[base + first * n_inner] : T(0);
+for (long long j = 1; j < taps; ++j) {
+    long long at = first + j * dil;
+    acc = acc + ((at >= 0 && at < n_in) ? a[base + at * n_inner] : T(0));
 }
 y = acc;
 """
 
 _SPREAD = _IN_INDEX + """
 T acc = T(0);
-for (long long j = 0; j < k; ++j) {
-    long long t = q + p - j * d;
-    if (t < 0 || t % s != 0) continue;
-    long long o = t / s;
-    if (o < out_len) acc = acc + g[base + o * inner];
+for (long long j = 0; j < taps; ++j) {
+    long long t = q + pad - j * dil;
+    if (t < 0 || t % step != 0) continue;
+    long long o = t / step;
+    if (o < n_out) acc = acc + g[base + o * n_inner];
 }
 z = acc;
 """
