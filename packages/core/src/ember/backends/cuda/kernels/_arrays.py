@@ -1,17 +1,25 @@
-"""Array helpers the CUDA kernels share, on plain ``xp`` calls (NumPy in CI, CuPy on a GPU)."""
+"""What the CUDA kernels share about arrays: which library holds them, and plain ``xp`` helpers."""
 from __future__ import annotations
 
 import sys
 
+import numpy as np
 
-def as_strided(a, shape, strides):
-    """A view of ``a`` with ``shape`` and byte ``strides`` (``None`` when the array's library has no such view,
-    as with a stand-in: the caller then copies slice by slice)."""
-    module = sys.modules.get(type(a).__module__.split(".")[0])
-    tricks = getattr(getattr(module, "lib", None), "stride_tricks", None)
-    if tricks is None or not hasattr(tricks, "as_strided"):
+
+def real_cupy(a):
+    """The CuPy module when ``a`` is an array of the real CuPy (one that compiles kernels), else None."""
+    if not type(a).__module__.startswith("cupy"):
         return None
-    return tricks.as_strided(a, shape=tuple(shape), strides=tuple(strides))
+    cupy = sys.modules.get("cupy")
+    if getattr(cupy, "STANDIN", False) or not hasattr(cupy, "ElementwiseKernel"):
+        return None
+    return cupy
+
+
+def library(a):
+    """``numpy`` for NumPy arrays, the real CuPy for CuPy arrays, None for anything else (such as the tests'
+    CuPy stand-in: the kernels then run the op's own forward)."""
+    return np if isinstance(a, np.ndarray) else real_cupy(a)
 
 
 def contiguous(xp, a):

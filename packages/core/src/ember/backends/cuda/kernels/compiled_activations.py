@@ -12,7 +12,8 @@ hook replaces forwards only). CuPy-only: other arrays go to the op's forward.
 from __future__ import annotations
 
 from ....ops.activation import Gelu, Sigmoid, Silu
-from ._compiled import ACC_PREAMBLE, elementwise, floating, real_cupy
+from ._arrays import real_cupy
+from ._compiled import ACC_PREAMBLE, elementwise, floating, launch
 
 _BODY = "typedef ember_acc<T>::type A; A v = (A)x; y = (T)({});"
 
@@ -25,29 +26,32 @@ _FORMULAS = {
 
 
 def _run(name, a):
-    return elementwise("T x", "T y", _BODY.format(_FORMULAS[name]), f"ember_{name}", ACC_PREAMBLE)(a)
+    """The fused kernel ``name`` on ``a``, or None where it cannot run (then the op's forward does)."""
+    if real_cupy(a) is None or not floating(a):
+        return None
+    kernel = elementwise("T x", "T y", _BODY.format(_FORMULAS[name]), f"ember_{name}", ACC_PREAMBLE)
+    return launch(kernel, f"ember_{name}", a)
 
 
 def sigmoid(ctx, xp, a):
     """The ``sigmoid`` op's forward, fused."""
-    if real_cupy(a) is None or not floating(a):
-        return Sigmoid.forward(ctx, xp, a)
-    return _run("sigmoid", a)
+    out = _run("sigmoid", a)
+    return Sigmoid.forward(ctx, xp, a) if out is None else out
 
 
 def silu(ctx, xp, a):
     """The ``silu`` op's forward, fused."""
-    if real_cupy(a) is None or not floating(a):
-        return Silu.forward(ctx, xp, a)
-    return _run("silu", a)
+    out = _run("silu", a)
+    return Silu.forward(ctx, xp, a) if out is None else out
 
 
 def gelu(ctx, xp, a, approximate="none"):
     """The ``gelu`` op's forward (exact or ``approximate='tanh'``), fused."""
-    if real_cupy(a) is None or not floating(a):
+    out = _run("gelu_tanh" if approximate == "tanh" else "gelu", a)
+    if out is None:
         return Gelu.forward(ctx, xp, a, approximate=approximate)
     ctx.approximate = approximate
-    return _run("gelu_tanh" if approximate == "tanh" else "gelu", a)
+    return out
 
 
 KERNELS = {"sigmoid": sigmoid, "silu": silu, "gelu": gelu}

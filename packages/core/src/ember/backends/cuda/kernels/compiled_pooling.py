@@ -19,7 +19,8 @@ import math
 
 from ....ops import _pool_windows as pw
 from ....ops.pooling import AvgPoolBackward, _AvgPool, max_pool_backward_forward, max_pool_forward
-from ._compiled import elementwise, real_cupy
+from ._arrays import real_cupy
+from ._compiled import elementwise, launch
 
 _PARAMS = "int64 n_in, int64 n_out, int64 n_inner, int64 taps, int64 step, int64 pad, int64 dil"
 # an output position of a pass: (outer, o, n_inner) over an input laid out (outer, n_in, n_inner)
@@ -99,65 +100,73 @@ def _usable(a, win) -> bool:
 
 def max_stage(xp, a, axis, win):
     """:func:`ember.ops._pool_windows.max_stage` as one kernel."""
-    if not _usable(a, win):
-        return pw.max_stage(xp, a, axis, win)
-    cupy = real_cupy(a)
-    _, inner = _layout(a.shape, axis)
-    shape = _with_axis(a.shape, axis, win.out)
-    out = cupy.empty(shape, dtype=a.dtype)
-    sel = cupy.empty(shape, dtype=cupy.int8 if win.k < 128 else cupy.int64)
-    lowest = a.dtype.type(pw.lowest_value(cupy, a.dtype))
-    kernel = elementwise(f"raw T a, T lowest, {_PARAMS}", "T y, S sel", _MAX, "ember_max_pool_stage")
-    kernel(cupy.ascontiguousarray(a), lowest, *_geometry(win, inner), out, sel)
-    return out, sel
+    if _usable(a, win):
+        cupy = real_cupy(a)
+        _, inner = _layout(a.shape, axis)
+        shape = _with_axis(a.shape, axis, win.out)
+        out = cupy.empty(shape, dtype=a.dtype)
+        sel = cupy.empty(shape, dtype=cupy.int8 if win.k < 128 else cupy.int64)
+        lowest = a.dtype.type(pw.lowest_value(cupy, a.dtype))
+        kernel = elementwise(f"raw T a, T lowest, {_PARAMS}", "T y, S sel", _MAX, "ember_max_pool_stage")
+        if launch(kernel, "ember_max_pool_stage", cupy.ascontiguousarray(a), lowest, *_geometry(win, inner), out,
+                  sel) is not None:
+            return out, sel
+    return pw.max_stage(xp, a, axis, win)
 
 
 def scatter_stage(xp, g, axis, win, sel):
     """:func:`ember.ops._pool_windows.scatter_stage` (the max pool's backward pass) as one kernel."""
-    if not _usable(g, win):
-        return pw.scatter_stage(xp, g, axis, win, sel)
-    cupy = real_cupy(g)
-    _, inner = _layout(g.shape, axis)
-    out = cupy.empty(_with_axis(g.shape, axis, win.size), dtype=g.dtype)
-    kernel = elementwise(f"raw T g, raw S sel, {_PARAMS}", "T z", _MAX_SCATTER, "ember_max_pool_scatter")
-    kernel(cupy.ascontiguousarray(g), cupy.ascontiguousarray(sel), *_geometry(win, inner), out)
-    return out
+    if _usable(g, win):
+        cupy = real_cupy(g)
+        _, inner = _layout(g.shape, axis)
+        out = cupy.empty(_with_axis(g.shape, axis, win.size), dtype=g.dtype)
+        kernel = elementwise(f"raw T g, raw S sel, {_PARAMS}", "T z", _MAX_SCATTER, "ember_max_pool_scatter")
+        if launch(kernel, "ember_max_pool_scatter", cupy.ascontiguousarray(g), cupy.ascontiguousarray(sel),
+                  *_geometry(win, inner), out) is not None:
+            return out
+    return pw.scatter_stage(xp, g, axis, win, sel)
 
 
 def _sum_stage(a, axis, win):
     cupy = real_cupy(a)
     _, inner = _layout(a.shape, axis)
     out = cupy.empty(_with_axis(a.shape, axis, win.out), dtype=a.dtype)
-    elementwise(f"raw T a, {_PARAMS}", "T y", _SUM, "ember_sum_pool_stage")(
-        cupy.ascontiguousarray(a), *_geometry(win, inner), out)
-    return out
+    kernel = elementwise(f"raw T a, {_PARAMS}", "T y", _SUM, "ember_sum_pool_stage")
+    return launch(kernel, "ember_sum_pool_stage", cupy.ascontiguousarray(a), *_geometry(win, inner), out)
 
 
 def _spread_stage(g, axis, win):
     cupy = real_cupy(g)
     _, inner = _layout(g.shape, axis)
     out = cupy.empty(_with_axis(g.shape, axis, win.size), dtype=g.dtype)
-    elementwise(f"raw T g, {_PARAMS}", "T z", _SPREAD, "ember_spread_pool_stage")(
-        cupy.ascontiguousarray(g), *_geometry(win, inner), out)
-    return out
+    kernel = elementwise(f"raw T g, {_PARAMS}", "T z", _SPREAD, "ember_spread_pool_stage")
+    return launch(kernel, "ember_spread_pool_stage", cupy.ascontiguousarray(g), *_geometry(win, inner), out)
 
 
 def _window_sum(xp, a, windows):
-    if not all(_usable(a, w) for w in windows):
-        return pw.window_sum(xp, a, windows)
     nd = len(windows)
-    for i in range(nd - 1, -1, -1):
-        a = _sum_stage(a, i - nd, windows[i])
-    return a
+    if all(_usable(a, w) for w in windows):
+        out = a
+        for i in range(nd - 1, -1, -1):
+            out = _sum_stage(out, i - nd, windows[i])
+            if out is None:
+                break
+        else:
+            return out
+    return pw.window_sum(xp, a, windows)
 
 
 def _window_sum_transpose(xp, g, windows):
-    if not all(_usable(g, w) for w in windows):
-        return pw.window_sum_transpose(xp, g, windows)
     nd = len(windows)
-    for i in range(nd):
-        g = _spread_stage(g, i - nd, windows[i])
-    return g
+    if all(_usable(g, w) for w in windows):
+        out = g
+        for i in range(nd):
+            out = _spread_stage(out, i - nd, windows[i])
+            if out is None:
+                break
+        else:
+            return out
+    return pw.window_sum_transpose(xp, g, windows)
 
 
 # -- kernels ----------------------------------------------------------------------------------------------

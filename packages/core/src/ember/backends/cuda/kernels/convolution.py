@@ -26,30 +26,21 @@ from __future__ import annotations
 import itertools
 import math
 
-from ....ops.convolution import _pad
-from ._arrays import as_strided, contiguous
+from ....ops.convolution import Convolution, ConvolutionWeightGrad, _pad
+from ._arrays import contiguous, library
 
 
 def _columns(xp, big, geometry, kernel, small):
     """im2col of the whole batch: ``(groups, C/groups * prod(kernel), N * prod(small))``."""
     padded = _pad(xp, big, geometry.padding)
     n, c = padded.shape[:2]
-    nd = len(kernel)
-    shape = (c,) + tuple(kernel) + (n,) + tuple(small)
     sn, sc, *sp = padded.strides
-    strides = ((sc,) + tuple(d * s for d, s in zip(geometry.dilation, sp)) + (sn,)
-               + tuple(st * s for st, s in zip(geometry.stride, sp)))
-    windows = as_strided(padded, shape, strides)
-    if windows is None:  # no strided views: one copy per kernel position
-        cols = xp.empty(shape, dtype=big.dtype)
-        moved = xp.permute_dims(padded, (1, 0) + tuple(range(2, 2 + nd)))
-        for offsets in itertools.product(*map(range, kernel)):
-            cols[(slice(None),) + offsets] = moved[(slice(None), slice(None))
-                                                   + geometry.window_slices(offsets, small)]
-    else:
-        cols = contiguous(xp, windows)
+    windows = library(big).lib.stride_tricks.as_strided(  # (C, *kernel, N, *small): one copy makes the columns
+        padded, shape=(c,) + tuple(kernel) + (n,) + tuple(small),
+        strides=((sc,) + tuple(d * s for d, s in zip(geometry.dilation, sp)) + (sn,)
+                 + tuple(st * s for st, s in zip(geometry.stride, sp))))
     g = geometry.groups
-    return xp.reshape(cols, (g, c // g * math.prod(kernel), n * math.prod(small)))
+    return xp.reshape(contiguous(xp, windows), (g, c // g * math.prod(kernel), n * math.prod(small)))
 
 
 def _channels_first(xp, a, groups):
@@ -98,12 +89,16 @@ def _conv_transpose(xp, x, w, b, geometry):
 
 def convolution(ctx, xp, x, w, b=None, *, geometry, transposed):
     """The ``convolution`` / ``convolution_backward`` ops' forward (``Convolution.forward``'s contract)."""
+    if library(x) is None:
+        return Convolution.forward(ctx, xp, x, w, b, geometry=geometry, transposed=transposed)
     ctx.geometry, ctx.transposed = geometry, transposed
     return (_conv_transpose if transposed else _conv)(xp, x, w, b, geometry)
 
 
 def convolution_weight_grad(ctx, xp, big, small, *, geometry, kernel_size):
     """The ``convolutionweightgrad`` op's forward: one GEMM of the output gradient and the input's columns."""
+    if library(big) is None:
+        return ConvolutionWeightGrad.forward(ctx, xp, big, small, geometry=geometry, kernel_size=kernel_size)
     ctx.geometry = geometry
     g = geometry.groups
     c_small = small.shape[1]
