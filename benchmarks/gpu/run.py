@@ -76,7 +76,7 @@ def machine(libs):
     return info
 
 
-def run_parts(libs, device, selected, scale):
+def run_parts(libs, device, selected, scale, save):
     ember = libs["ember"]
     jobs = []
     if "steps" in selected:
@@ -103,6 +103,7 @@ def run_parts(libs, device, selected, scale):
                             "traceback": traceback.format_exc()[-3000:]}
         results[key]["seconds"] = time.perf_counter() - start
         print(_row(key, results[key]), flush=True)
+        save(results)  # after each part: a run cut short keeps what it measured
     return results
 
 
@@ -130,7 +131,11 @@ def main(argv=None):
         print("ember sees no CUDA device: nothing to time", file=sys.stderr)
         report["error"] = "ember.cuda.is_available() is False"
     else:
-        report["results"] = run_parts(libs, args.device, selected, 0.25 if args.quick else 1.0)
+        def save(results):
+            report["results"] = results
+            if args.out:
+                Path(args.out).write_text(json.dumps(report, indent=1, default=str))
+        save(run_parts(libs, args.device, selected, 0.25 if args.quick else 1.0, save))
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1, default=str))
         print(f"figures written to {args.out}")
