@@ -17,6 +17,7 @@ FAMILIES = {
     "avg_pool": ("avg_pool1d", "avg_pool2d", "avg_pool_backward"),
     "gelu": ("gelu",), "silu": ("silu",), "sigmoid": ("sigmoid",),
     "index_add": ("indexadd", "scatteradd"),
+    "softmax": ("softmax", "logsoftmax"),
 }
 
 
@@ -57,6 +58,8 @@ def _benches(ember, device):
         "sigmoid": ("sigmoid forward, 16M float32", forward(ember.sigmoid, (1 << 24,))),
         "index_add": ("index_add of 1M x 16 rows into 1000 rows",
                       lambda: base.index_add(0, index, src)),
+        "softmax": ("softmax + log_softmax over the last dimension of 4096x4096 float32, forward",
+                    forward(lambda x: (F.softmax(x, -1), F.log_softmax(x, -1)), (4096, 4096))),
     }
 
 

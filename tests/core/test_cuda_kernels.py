@@ -15,9 +15,17 @@ import ember
 import ember.nn.functional as F
 from ember import _plugins
 from ember.autograd.function import clear_kernel_cache
-from ember.backends.cuda.kernels import _arrays, _compiled, compiled_activations, compiled_pooling, kernels
+from ember.backends.cuda.kernels import (
+    _arrays,
+    _compiled,
+    compiled_activations,
+    compiled_pooling,
+    compiled_softmax,
+    kernels,
+)
 from ember.ops.activation import Gelu, Sigmoid, Silu
 from ember.ops.pooling import AvgPool2d, AvgPoolBackward, MaxPool2d, MaxPoolBackward
+from ember.ops.softmax import LogSoftmax, Softmax
 
 
 @pytest.fixture
@@ -139,6 +147,7 @@ def test_compiled_kernels_run_the_ops_forwards_on_numpy_arrays(cpu_kernels):
     _compare(cpu_kernels, lambda x: F.max_pool2d(x, 3, 2, 1), [_floats(rng, 2, 3, 7, 6)], True)
     _compare(cpu_kernels, lambda x: F.avg_pool2d(x, 2, ceil_mode=True), [_floats(rng, 2, 3, 7, 6)], True)
     _compare(cpu_kernels, lambda x: F.gelu(x) + F.silu(x) + x.sigmoid(), [_floats(rng, 50)], True)
+    _compare(cpu_kernels, lambda x: F.softmax(x, 1) + F.log_softmax(x, 0), [_floats(rng, 4, 5)], True)
 
 
 # -- on a GPU -----------------------------------------------------------------------------------------------
@@ -176,6 +185,21 @@ def test_fused_activations_on_gpu(name, dtype, tol):
     assert not _compiled.FAILED, "a kernel did not compile (its op ran its own forward)"
     np.testing.assert_allclose(cupy.asnumpy(got).astype(np.float64), cupy.asnumpy(expected).astype(np.float64),
                                rtol=tol, atol=tol)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_softmax_and_log_softmax_on_gpu(dtype, dim):
+    cupy = _cupy()
+    host = np.random.default_rng(6).standard_normal((5, 7)) * 10
+    host[1] = -np.inf  # an all -inf slice along dim 1, and a -inf in every slice along dim 0
+    host[2, 3] = np.inf
+    a = cupy.asarray(host, dtype=dtype)
+    for op, kernel in ((Softmax, compiled_softmax.softmax), (LogSoftmax, compiled_softmax.log_softmax)):
+        got, expected = kernel(_ctx(op), cupy, a, dim=dim), op.forward(_ctx(op), cupy, a, dim=dim)
+        np.testing.assert_array_equal(cupy.asnumpy(got), cupy.asnumpy(expected))
+    assert not _compiled.FAILED, "a kernel did not compile (its op ran its own forward)"
 
 
 POOLS = [dict(kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), dilation=(1, 1), ceil_mode=False),

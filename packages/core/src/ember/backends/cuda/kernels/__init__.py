@@ -6,8 +6,10 @@
   :mod:`.scatter` (``index_add`` / ``scatter_add`` through ``cupyx.scatter_add``);
 - CuPy-only (``ElementwiseKernel``, checked on a GPU, marker ``cuda``):
   :mod:`.compiled_pooling` (max/average pooling and their backward, one kernel
-  per pooled dimension) and :mod:`.compiled_activations` (fused ``sigmoid``,
-  ``silu``, ``gelu`` forwards); on other arrays they run the ops' forwards.
+  per pooled dimension), :mod:`.compiled_activations` (fused ``sigmoid``,
+  ``silu``, ``gelu`` forwards) and :mod:`.compiled_softmax` (``softmax`` and
+  ``log_softmax`` with their shift fused); on other arrays, and where a kernel
+  does not compile, they run the ops' forwards.
 
 Matmul needs no kernel here: ``xp.matmul`` on CuPy arrays is cuBLAS already.
 Importing this package does not import CuPy.
@@ -18,7 +20,7 @@ Importing this package does not import CuPy.
 """
 from __future__ import annotations
 
-from . import compiled_activations, compiled_pooling, convolution, scatter
+from . import compiled_activations, compiled_pooling, compiled_softmax, convolution, scatter
 
 
 def kernels(compiled: bool = True) -> dict:
@@ -28,4 +30,5 @@ def kernels(compiled: bool = True) -> dict:
     if compiled:
         found.update(compiled_pooling.KERNELS)
         found.update(compiled_activations.KERNELS)
+        found.update(compiled_softmax.KERNELS)
     return found
