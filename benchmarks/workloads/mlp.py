@@ -12,8 +12,8 @@ TARGETS = (0.85, 1.0)
 BATCH, SIZES, LR, MOMENTUM = 128, (784, 512, 512, 10), 0.01, 0.9
 
 
-def setup(lib):
-    """A training step of the MLP in ``lib`` (ember or torch)."""
+def build(lib):
+    """The model, its optimizer, a batch and a training step, in ``lib`` (ember or torch)."""
     nn = lib.nn
     lib.manual_seed(0)
     model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
@@ -21,7 +21,12 @@ def setup(lib):
     x, y = lib.randn(BATCH, 784), lib.randint(0, 10, (BATCH,))
 
     step = training_step(model, opt, nn.functional.cross_entropy, x, y)
-    return step
+    return model, opt, x, y, step
+
+
+def setup(lib):
+    """A training step of the MLP in ``lib`` (ember or torch)."""
+    return build(lib)[-1]
 
 
 def setup_numpy():
