@@ -8,8 +8,15 @@ from __future__ import annotations
 
 from ..._plugins import hookimpl
 from .backend import BACKEND
+from .kernels import kernels
 
 
 @hookimpl
 def ember_backends():
     return [BACKEND]
+
+
+@hookimpl
+def ember_op_kernels(backend):
+    """The kernels that beat the ops' array-API forwards on CuPy (:mod:`ember.backends.cuda.kernels`)."""
+    return kernels() if backend.name == "cuda" else {}
