@@ -25,6 +25,7 @@ import numpy as np
 
 import ember
 from ember import Tensor
+from ember import _sibling_api as core
 
 from ._export import as_args, build_model
 from ._trace import flatten_outputs
@@ -89,7 +90,7 @@ class CompiledModel:
         return outputs[0] if single else tuple(outputs)
 
     def _session_for(self, inputs: tuple):
-        versions = tuple(t._version for t in self._state)
+        versions = tuple(core.version(t) for t in self._state)
         signature = tuple((tuple(t.shape), t.dtype) for t in inputs)
         hit = self._sessions.get(signature)
         if hit is not None and hit[0] == versions:
