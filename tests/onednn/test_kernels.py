@@ -12,6 +12,7 @@ import ember.nn.functional as F
 from ember.backends.cpu_kernels import convolution as built_in
 from ember.ops.convolution import ConvGeometry
 from ember_onednn import plugin
+from ember_onednn._conv import FEW_CHANNELS
 
 pytestmark = pytest.mark.skipif(plugin.convolutions() is None, reason=f"oneDNN is not usable: {plugin.status()}")
 
@@ -31,7 +32,7 @@ def geometries(draw):
     """A 1-D or 2-D convolution: input, weight, bias, and ember's tight geometry (as ``F.conv2d`` normalises it)."""
     nd = draw(st.sampled_from([1, 2]))
     groups = draw(st.sampled_from([1, 1, 2, 3]))
-    c_in, c_out = groups * draw(st.integers(1, 4)), groups * draw(st.integers(1, 4))
+    c_in, c_out = groups * draw(st.integers(1, 9)), groups * draw(st.integers(1, 4))
     kernel = tuple(draw(st.integers(1, 4)) for _ in range(nd))
     stride = tuple(draw(st.integers(1, 3)) for _ in range(nd))
     dilation = tuple(draw(st.integers(1, 3)) for _ in range(nd))
@@ -66,7 +67,10 @@ def test_every_pass_equals_the_built_in_kernels(case):
     grad = dict(geometry=geometry, kernel_size=w.shape[2:])
     _close(kernels.weight_grad(Ctx(), np, x, g, **grad), built_in.convolution_weight_grad(Ctx(), np, x, g, **grad))
     ran = kernels.calls - before
-    assert ran == {"convolution": 2, "convolution_backward": 1, "convolutionweightgrad": 1}, ran  # no fallback
+    if geometry.groups == 1 and x.shape[1] < FEW_CHANNELS:  # the transposed passes: ember's kernel is faster
+        assert ran == {"convolution": 1, "fallback": 2, "convolutionweightgrad": 1}, ran
+    else:
+        assert ran == {"convolution": 2, "convolution_backward": 1, "convolutionweightgrad": 1}, ran
 
 
 def test_non_contiguous_inputs_are_copied_not_misread():
@@ -83,9 +87,9 @@ def test_non_contiguous_inputs_are_copied_not_misread():
 def test_a_model_s_gradients_through_ember_equal_the_built_in_ones(transposed):
     """conv2d / conv_transpose2d with bias, stride, padding, dilation and groups, as autograd runs them."""
     rng = np.random.default_rng(2)
-    x = rng.standard_normal((4, 6, 11, 10), dtype=np.float32)
-    w = rng.standard_normal((6, 2, 3, 2), dtype=np.float32)
-    b = rng.standard_normal(6, dtype=np.float32)
+    x = rng.standard_normal((4, 24, 11, 10), dtype=np.float32)
+    w = rng.standard_normal((24, 8, 3, 2), dtype=np.float32)
+    b = rng.standard_normal(24, dtype=np.float32)
 
     def run():
         xs, ws, bs = (ember.tensor(a, requires_grad=True) for a in (x, w, b))

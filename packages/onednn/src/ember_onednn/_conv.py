@@ -7,7 +7,8 @@ gradient are its backward-data pass (small -> big), and the weight gradient is i
 
 float32 arrays of 1-D and 2-D convolutions go to oneDNN, with any stride, padding (ember's tight padding may crop
 trailing input: a negative right padding, which oneDNN takes down to ``1 - stride``), dilation and groups. Anything
-else (float64, other dtypes, a geometry oneDNN refuses) runs ember's own kernel, the one this plugin replaces.
+else (float64, other dtypes, a geometry oneDNN refuses, a transposed pass into fewer than :data:`FEW_CHANNELS`
+channels, where ember's kernel is faster) runs ember's own kernel, the one this plugin replaces.
 """
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ from ._threads import follow_blas
 
 #: plans kept, least recently used dropped first (each holds a primitive and its reorder buffers)
 CACHE_SIZE = 256
+#: oneDNN 3.2's backward-data pass into fewer big-grid channels than this (without groups) runs a slow generic
+#: kernel: the MNIST CNN's first layer (1 channel) took 2.5x ember's time, 3 channels 1.7x, 4 channels 1.2x, and
+#: 8 channels 0.7x (``benchmarks/bench_conv.py``); those stay on ember's kernel. Depthwise (groups) is 20x faster.
+FEW_CHANNELS = 8
 
 
 class Convolutions:
@@ -63,6 +68,8 @@ class Convolutions:
         x, w = _contiguous(x), _contiguous(w)
         groups = geometry.groups
         if transposed:
+            if groups == 1 and w.shape[1] < FEW_CHANNELS:
+                return self._fallback(op, ctx, xp, x, w, b, geometry=geometry, transposed=transposed)
             big = geometry.big_sizes(x.shape[2:], w.shape[2:])
             out_shape = (x.shape[0], w.shape[1] * groups) + big
             shapes = {d.ARG_DIFF_SRC: out_shape, d.ARG_WEIGHTS: _weight_shape(w.shape, groups),
