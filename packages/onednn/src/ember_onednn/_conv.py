@@ -18,10 +18,10 @@ import threading
 import numpy as np
 
 from . import _dnnl as d
-from ._plan import Plan
+from ._plan import Arena, Plan
 from ._threads import follow_blas
 
-#: plans kept, least recently used dropped first (each holds a primitive and its reorder buffers)
+#: plans kept, least recently used dropped first (each holds a primitive and its reorders; no data)
 CACHE_SIZE = 256
 #: oneDNN 3.2's backward-data pass into fewer big-grid channels than this (without groups) runs a slow generic
 #: kernel: the MNIST CNN's first layer (1 channel) took 2.5x ember's time, 3 channels 1.7x, 4 channels 1.2x, and
@@ -39,6 +39,7 @@ class Convolutions:
         self.dnnl, self.fallback = dnnl, fallback
         self._plans: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()
+        self._arena = Arena()  # per thread: the scratch buffers of the reordered arguments
         #: how many calls ran on oneDNN, and how many went to the fallback (for tests and ``ember info``)
         self.calls = collections.Counter()
 
@@ -79,7 +80,7 @@ class Convolutions:
                 return self._fallback(op, ctx, xp, x, w, b, geometry=geometry, transposed=transposed)
             out = np.empty(out_shape, np.float32)
             follow_blas()
-            plan.run({d.ARG_DIFF_SRC: out, d.ARG_WEIGHTS: w, d.ARG_DIFF_DST: x})
+            plan.run({d.ARG_DIFF_SRC: out, d.ARG_WEIGHTS: w, d.ARG_DIFF_DST: x}, self._arena)
             if b is not None:
                 out += b.reshape((-1,) + (1,) * len(big))
         else:
@@ -95,7 +96,7 @@ class Convolutions:
                 return self._fallback(op, ctx, xp, x, w, b, geometry=geometry, transposed=transposed)
             out = arrays[d.ARG_DST] = np.empty(out_shape, np.float32)
             follow_blas()
-            plan.run(arrays)
+            plan.run(arrays, self._arena)
         ctx.geometry, ctx.transposed = geometry, transposed
         self.calls[op] += 1
         return out
@@ -119,7 +120,7 @@ class Convolutions:
             return self._fallback(op, ctx, xp, big, small, geometry=geometry, kernel_size=kernel_size)
         out = np.empty(w_shape, np.float32)
         follow_blas()
-        plan.run({d.ARG_SRC: big, d.ARG_DIFF_WEIGHTS: out, d.ARG_DIFF_DST: small})
+        plan.run({d.ARG_SRC: big, d.ARG_DIFF_WEIGHTS: out, d.ARG_DIFF_DST: small}, self._arena)
         ctx.geometry = geometry
         self.calls[op] += 1
         return out

@@ -4,7 +4,8 @@ A :class:`Plan` is built once per (pass, shapes, geometry) and cached by :mod:`.
 with oneDNN's preferred ("any") layouts, which for most shapes are blocked ones (channels in blocks of 8 or 16):
 that is where oneDNN is fast. Each NumPy array is described as what it is (C-order NCHW / OIHW, or GOIHW for
 groups); where the primitive wants exactly that, the array is passed in place (zero copy), and otherwise a reorder
-copies it into (or out of) a buffer the plan keeps.
+copies it into (or out of) a scratch buffer. The scratch buffers are not the plan's: each thread has one set
+(:class:`Arena`), grown to the largest convolution it ran, so that cached plans of many shapes hold no activations.
 """
 from __future__ import annotations
 
@@ -25,18 +26,41 @@ def _aligned(nbytes: int) -> np.ndarray:
     return raw[start:start + nbytes]
 
 
+class Arena(threading.local):
+    """Scratch buffers of one thread, one per slot (a primitive's reordered arguments), grown as needed.
+
+    >>> arena = Arena()
+    >>> a = arena.address(0, 1000)
+    >>> arena.address(0, 10) == a, a % ALIGN
+    (True, 0)
+    """
+
+    def __init__(self):
+        self.buffers: list = []
+
+    def address(self, slot: int, nbytes: int) -> int:
+        """The address of slot ``slot``'s buffer, of at least ``nbytes`` bytes (aligned to ``ALIGN``)."""
+        while len(self.buffers) <= slot:
+            self.buffers.append(_aligned(0))
+        if self.buffers[slot].nbytes < nbytes:
+            self.buffers[slot] = None  # the old one goes first: less memory held at once
+            self.buffers[slot] = _aligned(nbytes)
+        return self.buffers[slot].ctypes.data
+
+
 class _Operand:
-    """One array argument: the memory over the user's array, and, where the primitive wants another layout, its own
-    buffer and the reorder between the two."""
+    """One array argument: the memory over the user's array, and, where the primitive wants another layout, a
+    memory of that layout over a scratch buffer, and the reorder between the two."""
 
     def __init__(self, dnnl: d.Binding, pd: int, arg: int, user_md: int, output: bool):
         self.arg, self.output = arg, output
         self.user = dnnl.memory(user_md)
         inner_md = dnnl.query_md(pd, arg)
-        self.inner = self.reorder = self.reorder_args = self.buffer = None
+        self.inner = self.reorder = self.reorder_args = None
+        self.nbytes = 0
         if not dnnl.same_layout(user_md, inner_md):
-            self.buffer = _aligned(dnnl.size(inner_md))
-            self.inner = dnnl.memory(inner_md, self.buffer.ctypes.data)
+            self.nbytes = dnnl.size(inner_md)
+            self.inner = dnnl.memory(inner_md)
             src, dst = (inner_md, user_md) if output else (user_md, inner_md)
             rpd = dnnl.reorder_pd(src, dst)
             try:
@@ -98,13 +122,17 @@ class Plan:
         self.args = (d.ExecArg * len(self.operands))(*((op.arg, op.memory) for op in self.operands))
         self._before = [op for op in self.operands if op.reorder and not op.output]
         self._after = [op for op in self.operands if op.reorder and op.output]
+        self._scratch = [op for op in self.operands if op.reorder]
 
-    def run(self, arrays: dict) -> None:
-        """Execute on ``arrays`` (argument index -> C-contiguous float32 NumPy array; outputs are written)."""
+    def run(self, arrays: dict, arena: Arena) -> None:
+        """Execute on ``arrays`` (argument index -> C-contiguous float32 NumPy array; outputs are written), with
+        this thread's ``arena`` for the reordered arguments."""
         dnnl = self.dnnl
         with self._lock:  # the memory objects are the plan's: one execution at a time
             for op in self.operands:
                 dnnl.set_address(op.user, arrays[op.arg].ctypes.data)
+            for slot, op in enumerate(self._scratch):
+                dnnl.set_address(op.inner, arena.address(slot, op.nbytes))
             for op in self._before:
                 dnnl.execute(op.reorder, op.reorder_args)
             dnnl.execute(self.primitive, self.args)
