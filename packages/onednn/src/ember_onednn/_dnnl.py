@@ -88,8 +88,6 @@ class Binding:
             fn.restype = _RESTYPES.get(name, c_int)
         self.engine = self._out("dnnl_engine_create", CPU, 0)
         self.stream = self._out("dnnl_stream_create", self.engine, STREAM_IN_ORDER)
-        self._execute = lib.dnnl_primitive_execute
-        self._set_handle = lib.dnnl_memory_set_data_handle
 
     def check(self, status: int, call: str) -> None:
         if status != SUCCESS:
@@ -145,16 +143,11 @@ class Binding:
     def primitive(self, pd: int) -> int:
         return self._out("dnnl_primitive_create", pd)
 
-    def memory(self, md: int, address: int | None = None) -> int:
-        """A memory object of descriptor ``md`` over the buffer at ``address`` (none yet: set it per call)."""
-        return self._out("dnnl_memory_create", md, self.engine, address)
-
-    def set_address(self, memory: int, address: int) -> None:
-        self.check(self._set_handle(memory, address), "dnnl_memory_set_data_handle")
-
-    def execute(self, primitive: int, args) -> None:
-        """Run ``primitive`` with ``args`` (an ``ExecArg`` array) on the stream; the CPU stream runs it at once."""
-        self.check(self._execute(primitive, self.stream, len(args), args), "dnnl_primitive_execute")
+    def memory(self, md: int) -> int:
+        """A memory object of descriptor ``md`` with no buffer yet: a plan sets one per call
+        (``dnnl_memory_set_data_handle``) and runs its primitives (``dnnl_primitive_execute``: on the CPU stream they
+        run at once, in the calling thread and its OpenMP pool)."""
+        return self._out("dnnl_memory_create", md, self.engine, None)
 
     def destroy(self, kind: str, handle: int) -> None:
         """Destroy a handle of ``kind`` ``"memory_desc"``, ``"primitive_desc"``, ``"primitive"`` or ``"memory"``."""

@@ -122,22 +122,31 @@ class Plan:
         self.args = (d.ExecArg * len(self.operands))(*((op.arg, op.memory) for op in self.operands))
         self._before = [op for op in self.operands if op.reorder and not op.output]
         self._after = [op for op in self.operands if op.reorder and op.output]
-        self._scratch = [op for op in self.operands if op.reorder]
+        # what run() does, as plain tuples for the ctypes calls: the user arrays' memories, the scratch memories,
+        # and the executions (reorders in, the convolution, reorders out)
+        self._users = [(op.user, op.arg) for op in self.operands]
+        self._inner = [(op.inner, op.nbytes) for op in self.operands if op.reorder]
+        self._steps = ([(op.reorder, op.reorder_args, 2) for op in self._before]
+                       + [(self.primitive, self.args, len(self.operands))]
+                       + [(op.reorder, op.reorder_args, 2) for op in self._after])
 
     def run(self, arrays: dict, arena: Arena) -> None:
         """Execute on ``arrays`` (argument index -> C-contiguous float32 NumPy array; outputs are written), with
         this thread's ``arena`` for the reordered arguments."""
         dnnl = self.dnnl
+        set_address, execute, stream = dnnl.lib.dnnl_memory_set_data_handle, dnnl.lib.dnnl_primitive_execute, \
+            dnnl.stream
         with self._lock:  # the memory objects are the plan's: one execution at a time
-            for op in self.operands:
-                dnnl.set_address(op.user, arrays[op.arg].ctypes.data)
-            for slot, op in enumerate(self._scratch):
-                dnnl.set_address(op.inner, arena.address(slot, op.nbytes))
-            for op in self._before:
-                dnnl.execute(op.reorder, op.reorder_args)
-            dnnl.execute(self.primitive, self.args)
-            for op in self._after:
-                dnnl.execute(op.reorder, op.reorder_args)
+            status = 0
+            for memory, arg in self._users:
+                status |= set_address(memory, arrays[arg].ctypes.data)
+            for slot, (memory, nbytes) in enumerate(self._inner):
+                status |= set_address(memory, arena.address(slot, nbytes))
+            dnnl.check(status, "dnnl_memory_set_data_handle")
+            for primitive, args, count in self._steps:
+                status = execute(primitive, stream, count, args)
+                if status:
+                    dnnl.check(status, "dnnl_primitive_execute")
 
     @property
     def copies(self) -> int:
