@@ -57,6 +57,10 @@ def _kernel(op: str):
     return kernel
 
 
+#: the kernels claimed, made once: the same functions on every call of the hook
+KERNELS = {op: _kernel(op) for op in OPS}
+
+
 def status() -> str:
     """One line: what serves ember's convolutions on the CPU, and, when it is not oneDNN, why (loads oneDNN).
 
@@ -83,7 +87,7 @@ def ember_op_kernels(backend):
         _library.library_path()
     except _library.Unavailable:
         return {}
-    return {op: ember.Claim(_kernel(op), priority=1) for op in OPS}
+    return {op: ember.Claim(kernel, priority=1) for op, kernel in KERNELS.items()}
 
 
 @ember.hookimpl
