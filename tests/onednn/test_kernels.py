@@ -122,3 +122,18 @@ def test_float64_goes_to_the_built_in_kernels_and_gradcheck_passes():
     assert ember.autograd.gradcheck(lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1, groups=2), (x, w, b))
     ran = kernels.calls - before
     assert ran["fallback"] > 0 and set(ran) == {"fallback"}, ran
+
+
+def test_threads_running_the_same_shape_at_once_get_their_own_results():
+    """A plan's memories are shared (one execution at a time); the scratch buffers are per thread."""
+    import concurrent.futures
+
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((16, 8, 3, 3), dtype=np.float32)
+    inputs = [rng.standard_normal((2, 8, 12, 12), dtype=np.float32) for _ in range(16)]
+    conv = dict(geometry=ConvGeometry((1, 1), ((1, 1), (1, 1)), (1, 1), 1), transposed=False)
+    kernels = plugin.convolutions()
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda x: kernels.convolution(Ctx(), np, x, w, None, **conv), inputs * 4))
+    for x, got in zip(inputs * 4, results):
+        _close(got, built_in.convolution(Ctx(), np, x, w, None, **conv))

@@ -52,7 +52,8 @@ def library_path() -> str:
 @functools.cache
 def load() -> tuple[ctypes.CDLL, str]:
     """``(library, description)``: oneDNN loaded, with a one-line description of what was loaded; raises
-    :class:`Unavailable` (the same one on every call) when it cannot be used."""
+    :class:`Unavailable` when it cannot be used (a success is cached; :func:`ember_onednn.plugin.convolutions`
+    remembers a failure)."""
     path = library_path()
     try:
         lib = ctypes.CDLL(path)
