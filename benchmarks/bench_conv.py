@@ -60,7 +60,7 @@ def _passes(shape, c_out, k, s, p):
     except ImportError:
         onednn = None
     if onednn is not None:
-        kernels["ember+oneDNN"] = (onednn.convolution, onednn.convolution_backward, onednn.weight_grad)
+        kernels["ember+oneDNN"] = (onednn.convolution, onednn.convolution, onednn.weight_grad)
     out = {"forward": {}, "input grad": {}, "weight grad": {}}
     for name, (conv, back, wgrad) in kernels.items():
         out["forward"][name] = lambda conv=conv: conv(_Ctx(), np, x, w, b, **fwd)

@@ -59,18 +59,18 @@ def test_every_pass_equals_the_built_in_kernels(case):
     conv = dict(geometry=geometry, transposed=False)
     _close(kernels.convolution(Ctx(), np, x, w, b, **conv), built_in.convolution(Ctx(), np, x, w, b, **conv))
     adjoint = dict(geometry=geometry, transposed=True)  # the input gradient, and conv_transpose's forward
-    _close(kernels.convolution_backward(Ctx(), np, g, w, None, **adjoint),
+    _close(kernels.convolution(Ctx(), np, g, w, None, **adjoint),
            built_in.convolution(Ctx(), np, g, w, None, **adjoint))
     bias = None if b is None else np.ones(w.shape[1] * geometry.groups, np.float32)
     _close(kernels.convolution(Ctx(), np, g, w, bias, **adjoint),
            built_in.convolution(Ctx(), np, g, w, bias, **adjoint))
     grad = dict(geometry=geometry, kernel_size=w.shape[2:])
     _close(kernels.weight_grad(Ctx(), np, x, g, **grad), built_in.convolution_weight_grad(Ctx(), np, x, g, **grad))
-    ran = kernels.calls - before
+    ran = kernels.calls - before  # counted by the ctx's op name: "convolution" for a Ctx, which has none
     if geometry.groups == 1 and x.shape[1] < FEW_CHANNELS:  # the transposed passes: ember's kernel is faster
         assert ran == {"convolution": 1, "fallback": 2, "convolutionweightgrad": 1}, ran
     else:
-        assert ran == {"convolution": 2, "convolution_backward": 1, "convolutionweightgrad": 1}, ran
+        assert ran == {"convolution": 3, "convolutionweightgrad": 1}, ran
 
 
 def test_non_contiguous_inputs_are_copied_not_misread():

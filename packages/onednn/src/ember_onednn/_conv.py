@@ -61,8 +61,10 @@ class Convolutions:
         return plan
 
     # -- the op kernels (the ops' forward contract: ``kernel(ctx, xp, *arrays, **attrs)``) ---------------------
-    def convolution(self, ctx, xp, x, w, b=None, *, geometry, transposed, op="convolution"):
-        """``Convolution.forward``: a convolution, or with ``transposed`` its adjoint, of ``x`` with ``w``."""
+    def convolution(self, ctx, xp, x, w, b=None, *, geometry, transposed):
+        """``Convolution.forward``: a convolution, or with ``transposed`` its adjoint, of ``x`` with ``w``; also the
+        kernel of ``ConvolutionBackward`` (a convolution inside a backward pass), as for ember's own kernel."""
+        op = getattr(type(ctx), "name_", "convolution")  # counted under the op's name
         one_d = _one_d(x, w, geometry)
         if one_d is None or (b is not None and b.dtype != np.float32):
             return self._fallback(op, ctx, xp, x, w, b, geometry=geometry, transposed=transposed)
@@ -101,11 +103,6 @@ class Convolutions:
         self.calls[op] += 1
         return out
 
-    def convolution_backward(self, ctx, xp, x, w, b=None, *, geometry, transposed):
-        """``ConvolutionBackward.forward``: the same as :meth:`convolution`, inside a backward pass."""
-        return self.convolution(ctx, xp, x, w, b, geometry=geometry, transposed=transposed,
-                                op="convolution_backward")
-
     def weight_grad(self, ctx, xp, big, small, *, geometry, kernel_size):
         """``ConvolutionWeightGrad.forward``: ``d conv(big, w) / d w`` contracted with the gradient ``small``."""
         op = "convolutionweightgrad"
@@ -128,11 +125,6 @@ class Convolutions:
     def _fallback(self, op, ctx, xp, *arrays, **attrs):
         self.calls["fallback"] += 1
         return self.fallback[op](ctx, xp, *arrays, **attrs)
-
-    def kernels(self) -> dict:
-        """``{op name: kernel}`` for the hook ``ember_op_kernels``."""
-        return {"convolution": self.convolution, "convolution_backward": self.convolution_backward,
-                "convolutionweightgrad": self.weight_grad}
 
 
 def _one_d(a, b, geometry):

@@ -13,9 +13,9 @@ from . import _library
 
 #: the topic of this plugin's line in ``python -m ember info``
 TOPIC = "oneDNN convolutions"
-#: op name -> method of :class:`~ember_onednn._conv.Convolutions`
-OPS = {"convolution": "convolution", "convolution_backward": "convolution_backward",
-       "convolutionweightgrad": "weight_grad"}
+#: op name -> method of :class:`~ember_onednn._conv.Convolutions` (one kernel for a convolution inside and outside
+#: a backward pass, as ember's own)
+OPS = {"convolution": "convolution", "convolution_backward": "convolution", "convolutionweightgrad": "weight_grad"}
 
 _state: dict = {}
 
@@ -57,8 +57,9 @@ def _kernel(op: str):
     return kernel
 
 
-#: the kernels claimed, made once: the same functions on every call of the hook
-KERNELS = {op: _kernel(op) for op in OPS}
+#: the kernels claimed, made once (one per method): the same functions on every call of the hook
+_BY_METHOD = {"convolution": _kernel("convolution"), "weight_grad": _kernel("convolutionweightgrad")}
+KERNELS = {op: _BY_METHOD[method] for op, method in OPS.items()}
 
 
 def status() -> str:
