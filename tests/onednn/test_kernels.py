@@ -113,6 +113,17 @@ def test_a_model_s_gradients_through_ember_equal_the_built_in_ones(transposed):
         _close(got, ref)
 
 
+def test_an_empty_batch_goes_to_the_built_in_kernels():
+    kernels = plugin.convolutions()
+    before = kernels.calls.copy()
+    x = ember.randn(0, 16, 8, 8, requires_grad=True)
+    w = ember.randn(32, 16, 3, 3, requires_grad=True)
+    y = F.conv2d(x, w, padding=1)
+    y.sum().backward()
+    assert y.shape == (0, 32, 8, 8) and x.grad.shape == x.shape and not w.grad.abs().sum().item()
+    assert (kernels.calls - before) == {"fallback": 3}
+
+
 def test_float64_goes_to_the_built_in_kernels_and_gradcheck_passes():
     kernels = plugin.convolutions()
     before = kernels.calls.copy()

@@ -65,8 +65,7 @@ class Convolutions:
         """``Convolution.forward``: a convolution, or with ``transposed`` its adjoint, of ``x`` with ``w``; also the
         kernel of ``ConvolutionBackward`` (a convolution inside a backward pass), as for ember's own kernel."""
         op = getattr(type(ctx), "name_", "convolution")  # counted under the op's name
-        one_d = _one_d(x, w, geometry)
-        if one_d is None or (b is not None and b.dtype != np.float32):
+        if not _supported(x, w, geometry) or (b is not None and b.dtype != np.float32):
             return self._fallback(op, ctx, xp, x, w, b, geometry=geometry, transposed=transposed)
         x, w = _contiguous(x), _contiguous(w)
         groups = geometry.groups
@@ -106,7 +105,7 @@ class Convolutions:
     def weight_grad(self, ctx, xp, big, small, *, geometry, kernel_size):
         """``ConvolutionWeightGrad.forward``: ``d conv(big, w) / d w`` contracted with the gradient ``small``."""
         op = "convolutionweightgrad"
-        if _one_d(big, small, geometry) is None:
+        if not _supported(big, small, geometry):
             return self._fallback(op, ctx, xp, big, small, geometry=geometry, kernel_size=kernel_size)
         big, small = _contiguous(big), _contiguous(small)
         groups = geometry.groups
@@ -127,12 +126,10 @@ class Convolutions:
         return self.fallback[op](ctx, xp, *arrays, **attrs)
 
 
-def _one_d(a, b, geometry):
-    """Whether the convolution of arrays ``a``, ``b`` is 1-D (True) or 2-D (False); None if it is not one oneDNN
-    runs here (not float32, or another number of dimensions)."""
-    if a.dtype != np.float32 or b.dtype != np.float32 or a.ndim != b.ndim or len(geometry.stride) != a.ndim - 2:
-        return None
-    return a.ndim == 3 if a.ndim in (3, 4) else None
+def _supported(a, b, geometry) -> bool:
+    """Whether oneDNN runs the convolution of arrays ``a``, ``b`` here: float32, 1-D or 2-D, not empty."""
+    return (a.dtype == b.dtype == np.float32 and a.ndim == b.ndim == len(geometry.stride) + 2
+            and a.ndim in (3, 4) and a.size > 0 and b.size > 0)
 
 
 def _contiguous(a: np.ndarray) -> np.ndarray:
