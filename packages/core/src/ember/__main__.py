@@ -3,8 +3,8 @@
 ``ember info`` prints what a bug report needs: the installed ember
 distributions and their versions, the registered plugins, the backends with
 their devices, the plugins' compiled CPU kernels, the claims that replaced another plugin's by a higher priority
-(:class:`ember.Claim`), and the NVIDIA GPU status. ``ember gpus`` prints the GPUs'
-status alone (:func:`ember.gpus`).
+(:class:`ember.Claim`), each plugin's own status lines (hook ``ember_status``), and the NVIDIA GPU status.
+``ember gpus`` prints the GPUs' status alone (:func:`ember.gpus`).
 
 >>> main(["info"])  # doctest: +ELLIPSIS
 ember ... on Python ...
@@ -22,6 +22,9 @@ CPU kernels:
 ...
 <BLANKLINE>
 overridden by priority:
+...
+<BLANKLINE>
+plugin status:
 ...
 <BLANKLINE>
 NVIDIA GPUs:
@@ -101,6 +104,13 @@ def override_lines() -> list[str]:
     return lines or ["none: every op kernel, CPU kernel and lowering has one plugin"]
 
 
+def status_lines() -> list[str]:
+    """Each plugin's line on the state of what it gives (hook ``ember_status``: ``{topic: describe}``)."""
+    claims = _plugins.collect_claims("ember_status", "the status topic {key}")
+    return [f"{topic}: {describe()}  [plugin {plugin_name}]"
+            for topic, (describe, plugin_name) in sorted(claims.items())] or ["none"]
+
+
 def gpu_lines() -> list[str]:
     """The NVIDIA GPUs' status as :func:`ember.gpus` gives it (through nvidia-ml-py or GPUtil), one line each."""
     return str(ember.gpus()).splitlines()
@@ -119,7 +129,7 @@ def info() -> int:
              or ["none installed (running from a source tree)"])
     try:
         plugins, backends = plugin_lines(), backend_lines()
-        cpu_kernels, overrides = cpu_kernel_lines(), override_lines()
+        cpu_kernels, overrides, statuses = cpu_kernel_lines(), override_lines(), status_lines()
     except PluginError as exc:
         _section("plugins", [f"ERROR: {exc}"])
         status = 1
@@ -128,6 +138,7 @@ def info() -> int:
         _section("backends", backends)
         _section("CPU kernels", cpu_kernels)
         _section("overridden by priority", overrides)
+        _section("plugin status", statuses)
         status = 0
     _section("NVIDIA GPUs", gpu_lines())
     return status

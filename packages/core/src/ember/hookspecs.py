@@ -122,3 +122,18 @@ def ember_compilers():
         def ember_compilers():
             return {"identity": lambda model, example_inputs, options: model}
     """
+
+
+@hookspec
+def ember_status():
+    """Return ``{topic: describe}``: ``describe()`` gives one line on the state of something this plugin gives
+    that depends on the machine rather than on a backend (in use, or not and why).
+
+    ``python -m ember info`` prints each under "plugin status", with the plugin's name; it is called only there,
+    so it may do what a registration should not (load a large library). ember-onednn says whether oneDNN's
+    convolutions are in use. Two plugins giving the same topic is an error naming both. Example::
+
+        @ember.hookimpl
+        def ember_status():
+            return {"my kernels": lambda: "in use: libfoo 1.2" if found else "not in use: libfoo is missing"}
+    """

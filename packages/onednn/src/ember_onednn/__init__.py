@@ -1,0 +1,13 @@
+"""ember-onednn: oneDNN's convolution kernels (the library PyTorch runs on the CPU) for ember's CPU backend.
+
+Installed, it registers through the ``ember`` entry-point group a plugin whose kernels replace ember's built-in ones
+(``ember.Claim(..., priority=1)``) for the ops ``convolution``, ``convolution_backward`` and
+``convolutionweightgrad``: every float32 1-D and 2-D convolution, transposed convolution and their gradients, with
+any stride, padding, dilation and groups, runs on oneDNN, called through ctypes on the NumPy arrays in place. Other
+dtypes keep ember's kernels. ``python -m ember info`` says whether it is in use, and why not.
+
+>>> import ember
+>>> from ember_onednn import plugin
+>>> plugin.TOPIC
+'oneDNN convolutions'
+"""

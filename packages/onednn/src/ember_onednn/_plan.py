@@ -1,0 +1,161 @@
+"""One oneDNN convolution primitive for one shape, run on NumPy arrays in place.
+
+A :class:`Plan` is built once per (pass, shapes, geometry) and cached by :mod:`._conv`. The primitive is created
+with oneDNN's preferred ("any") layouts, which for most shapes are blocked ones (channels in blocks of 8 or 16):
+that is where oneDNN is fast. Each NumPy array is described as what it is (C-order NCHW / OIHW, or GOIHW for
+groups); where the primitive wants exactly that, the array is passed in place (zero copy), and otherwise a reorder
+copies it into (or out of) a scratch buffer. The scratch buffers are not the plan's: each thread has one set
+(:class:`Arena`), grown to the largest convolution it ran, so that cached plans of many shapes hold no activations.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from . import _dnnl as d
+
+#: buffers handed to oneDNN are aligned to this many bytes (its own allocations use 64)
+ALIGN = 64
+
+
+def _aligned(nbytes: int) -> np.ndarray:
+    """A uint8 buffer of ``nbytes`` bytes starting at an ``ALIGN``-byte boundary."""
+    raw = np.empty(nbytes + ALIGN, np.uint8)
+    start = -raw.ctypes.data % ALIGN
+    return raw[start:start + nbytes]
+
+
+class Arena(threading.local):
+    """Scratch buffers of one thread, one per slot (a primitive's reordered arguments), grown as needed.
+
+    >>> arena = Arena()
+    >>> a = arena.address(0, 1000)
+    >>> arena.address(0, 10) == a, a % ALIGN
+    (True, 0)
+    """
+
+    def __init__(self):
+        self.buffers: list = []
+
+    def address(self, slot: int, nbytes: int) -> int:
+        """The address of slot ``slot``'s buffer, of at least ``nbytes`` bytes (aligned to ``ALIGN``)."""
+        while len(self.buffers) <= slot:
+            self.buffers.append(_aligned(0))
+        if self.buffers[slot].nbytes < nbytes:
+            self.buffers[slot] = None  # the old one goes first: less memory held at once
+            self.buffers[slot] = _aligned(nbytes)
+        return self.buffers[slot].ctypes.data
+
+
+class _Operand:
+    """One array argument: the memory over the user's array, and, where the primitive wants another layout, a
+    memory of that layout over a scratch buffer, and the reorder between the two."""
+
+    def __init__(self, dnnl: d.Binding, pd: int, arg: int, user_md: int, output: bool):
+        self.arg, self.output = arg, output
+        self.user = dnnl.memory(user_md)
+        inner_md = dnnl.query_md(pd, arg)
+        self.inner = self.reorder = self.reorder_args = None
+        self.nbytes = 0
+        if not dnnl.same_layout(user_md, inner_md):
+            self.nbytes = dnnl.size(inner_md)
+            self.inner = dnnl.memory(inner_md)
+            src, dst = (inner_md, user_md) if output else (user_md, inner_md)
+            rpd = dnnl.reorder_pd(src, dst)
+            try:
+                self.reorder = dnnl.primitive(rpd)
+            finally:
+                dnnl.destroy("primitive_desc", rpd)
+            pair = (self.inner, self.user) if output else (self.user, self.inner)
+            self.reorder_args = (d.ExecArg * 2)((d.ARG_SRC, pair[0]), (d.ARG_DST, pair[1]))
+
+    @property
+    def memory(self) -> int:
+        """The memory the primitive reads or writes."""
+        return self.user if self.inner is None else self.inner
+
+    def handles(self):
+        return [("memory", self.user), ("memory", self.inner), ("primitive", self.reorder)]
+
+
+class Plan:
+    """A convolution primitive of ``kind`` (``"forward"``, ``"backward_data"``, ``"backward_weights"``) between
+    arrays of the given shapes; :meth:`run` executes it on arrays of exactly those shapes (C-contiguous float32).
+
+    ``shapes`` maps oneDNN argument indices (``ARG_SRC``, ...) to the shapes of the user's arrays, in oneDNN's
+    logical order (weights with groups as ``(G, O/G, I/G, *kernel)``); ``outputs`` names the arguments the
+    primitive writes; ``geometry`` is ``(strides, dilations, padding_l, padding_r)`` in oneDNN's convention.
+    Creating it raises :class:`~._dnnl.DnnlError` where oneDNN has no implementation.
+    """
+
+    def __init__(self, dnnl: d.Binding, kind: str, shapes: dict, outputs: tuple, geometry):
+        self.dnnl, self._lock = dnnl, threading.Lock()
+        self._handles: list = []
+        user_mds = {arg: dnnl.memory_desc(shape) for arg, shape in shapes.items()}
+        # every layout free for the primitive to choose, but the bias: 1-d, it has one layout
+        any_mds = {arg: (md if arg == d.ARG_BIAS else dnnl.memory_desc(shapes[arg], plain=False))
+                   for arg, md in user_mds.items()}
+        pds = []
+        try:
+            hint = None
+            if kind != "forward":  # the backward passes are created with a forward's as a hint
+                fwd = {d.ARG_SRC: any_mds.get(d.ARG_SRC, any_mds.get(d.ARG_DIFF_SRC)),
+                       d.ARG_WEIGHTS: any_mds.get(d.ARG_WEIGHTS, any_mds.get(d.ARG_DIFF_WEIGHTS)),
+                       d.ARG_DST: any_mds[d.ARG_DIFF_DST]}
+                hint = dnnl.convolution_pd("forward", fwd, geometry)
+                pds.append(hint)
+            pd = dnnl.convolution_pd(kind, any_mds, geometry, hint)
+            pds.append(pd)
+            self.primitive = dnnl.primitive(pd)
+            self._handles.append(("primitive", self.primitive))
+            self.operands = [_Operand(dnnl, pd, arg, user_mds[arg], arg in outputs) for arg in shapes]
+            for op in self.operands:
+                self._handles += op.handles()
+        finally:
+            for pd in pds:
+                dnnl.destroy("primitive_desc", pd)
+            for arg, md in user_mds.items():
+                dnnl.destroy("memory_desc", md)
+                if any_mds[arg] != md:
+                    dnnl.destroy("memory_desc", any_mds[arg])
+        self.args = (d.ExecArg * len(self.operands))(*((op.arg, op.memory) for op in self.operands))
+        self._before = [op for op in self.operands if op.reorder and not op.output]
+        self._after = [op for op in self.operands if op.reorder and op.output]
+        # what run() does, as plain tuples for the ctypes calls: the user arrays' memories, the scratch memories,
+        # and the executions (reorders in, the convolution, reorders out)
+        self._users = [(op.user, op.arg) for op in self.operands]
+        self._inner = [(op.inner, op.nbytes) for op in self.operands if op.reorder]
+        self._steps = ([(op.reorder, op.reorder_args, 2) for op in self._before]
+                       + [(self.primitive, self.args, len(self.operands))]
+                       + [(op.reorder, op.reorder_args, 2) for op in self._after])
+
+    def run(self, arrays: dict, arena: Arena) -> None:
+        """Execute on ``arrays`` (argument index -> C-contiguous float32 NumPy array; outputs are written), with
+        this thread's ``arena`` for the reordered arguments."""
+        dnnl = self.dnnl
+        set_address, execute, stream = dnnl.lib.dnnl_memory_set_data_handle, dnnl.lib.dnnl_primitive_execute, \
+            dnnl.stream
+        with self._lock:  # the memory objects are the plan's: one execution at a time
+            status = 0
+            for memory, arg in self._users:
+                status |= set_address(memory, arrays[arg].ctypes.data)
+            for slot, (memory, nbytes) in enumerate(self._inner):
+                status |= set_address(memory, arena.address(slot, nbytes))
+            dnnl.check(status, "dnnl_memory_set_data_handle")
+            for primitive, args, count in self._steps:
+                status = execute(primitive, stream, count, args)
+                if status:
+                    dnnl.check(status, "dnnl_primitive_execute")
+
+    @property
+    def copies(self) -> int:
+        """How many arguments go through a reorder (0: every array is used in place)."""
+        return len(self._before) + len(self._after)
+
+    def __del__(self):
+        try:
+            for kind, handle in self._handles:
+                self.dnnl.destroy(kind, handle)
+        except Exception:  # at interpreter exit the library may be gone already
+            pass

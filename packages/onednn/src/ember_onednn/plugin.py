@@ -1,0 +1,97 @@
+"""The ``ember`` plugin of ember-onednn: oneDNN's convolution kernels over ember's own on the CPU backend.
+
+Registering it costs no more than finding the library's file: oneDNN (53 MB) is loaded by the first convolution
+that runs, or by ``python -m ember info``. Where the file is missing (no wheel for the platform) the plugin gives
+no kernel; where it cannot be loaded (no libgomp, another oneDNN version), its kernels hand every call to ember's
+own. Either way the hook ``ember_status`` tells ``python -m ember info`` why.
+"""
+from __future__ import annotations
+
+import ember
+
+from . import _library
+
+#: the topic of this plugin's line in ``python -m ember info``
+TOPIC = "oneDNN convolutions"
+#: op name -> method of :class:`~ember_onednn._conv.Convolutions` (one kernel for a convolution inside and outside
+#: a backward pass, as ember's own)
+OPS = {"convolution": "convolution", "convolution_backward": "convolution", "convolutionweightgrad": "weight_grad"}
+
+_state: dict = {}
+
+
+def convolutions():
+    """The kernels over the loaded library (built on first use), or None when oneDNN cannot be used
+    (:func:`status` says why)."""
+    if "kernels" not in _state:
+        try:
+            lib, description = _library.load()
+            from . import _conv, _dnnl
+
+            _state["kernels"] = _conv.Convolutions(_dnnl.Binding(lib), _builtin())
+            _state["description"] = description
+        except (_library.Unavailable, OSError, AttributeError, RuntimeError) as exc:
+            _state["kernels"], _state["reason"] = None, str(exc)
+    return _state["kernels"]
+
+
+def _builtin() -> dict:
+    """The built-in CPU kernels this plugin replaces: what runs where oneDNN does not."""
+    from ember.backends.cpu_kernels import convolution
+
+    return convolution.KERNELS
+
+
+def _kernel(op: str):
+    """The kernel of ``op``: oneDNN's, loaded on the first call, or the built-in one when it cannot be."""
+    method = OPS[op]
+
+    def kernel(ctx, xp, *arrays, **attrs):
+        kernels = convolutions()
+        if kernels is None:
+            return _builtin()[op](ctx, xp, *arrays, **attrs)
+        return getattr(kernels, method)(ctx, xp, *arrays, **attrs)
+
+    kernel.__name__ = kernel.__qualname__ = f"onednn_{method}"
+    kernel.__doc__ = f"ember-onednn's kernel of op {op!r} (see ember.hookspecs.ember_op_kernels)."
+    return kernel
+
+
+#: the kernels claimed, made once (one per method): the same functions on every call of the hook
+_BY_METHOD = {"convolution": _kernel("convolution"), "weight_grad": _kernel("convolutionweightgrad")}
+KERNELS = {op: _BY_METHOD[method] for op, method in OPS.items()}
+
+
+def status() -> str:
+    """One line: what serves ember's convolutions on the CPU, and, when it is not oneDNN, why (loads oneDNN).
+
+    >>> from ember_onednn import plugin
+    >>> plugin.status()  # doctest: +ELLIPSIS
+    '...'
+    """
+    if convolutions() is None:
+        return f"not in use, ember's own kernels run: {_state['reason']}"
+    from ._threads import blas_threads
+
+    threads = blas_threads()
+    pool = "OMP_NUM_THREADS, else every core" if threads is None else f"{threads}, as NumPy's BLAS"
+    return f"in use: {_state['description']}; float32 convolutions and their gradients; OpenMP threads: {pool}"
+
+
+@ember.hookimpl
+def ember_op_kernels(backend):
+    """On the CPU: ``convolution``, ``convolution_backward`` and ``convolutionweightgrad``, claimed over the
+    built-in kernels (priority 1); nothing where oneDNN's library file is not installed."""
+    if backend.name != "cpu" or _state.get("kernels", True) is None:
+        return {}
+    try:
+        _library.library_path()
+    except _library.Unavailable:
+        return {}
+    return {op: ember.Claim(kernel, priority=1) for op, kernel in KERNELS.items()}
+
+
+@ember.hookimpl
+def ember_status():
+    """This plugin's line in ``python -m ember info`` (:func:`status`, called there only)."""
+    return {TOPIC: status}
