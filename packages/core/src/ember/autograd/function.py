@@ -41,7 +41,7 @@ from ..backends.backend import on_device
 from ..errors import DeviceMismatchError, UnsupportedOpError
 from . import anomaly
 from .grad_mode import AUTOCAST_THREADS, STATE, no_grad
-from .node import FREED_MSG, Node, _seq, _version_error, grad_accumulator
+from .node import FREED_MSG, Node, _seq, _version_error
 
 __all__ = ["Op", "Function", "FunctionCtx"]
 
@@ -69,8 +69,8 @@ def _edge(t):
     if fn is not None:
         return (fn, t._output_nr)
     if t._requires_grad:
-        return (grad_accumulator(t), 0)
-    return (None, 0)
+        return (t, 0)  # a leaf: the graph holds it, and makes its AccumulateGrad node only if asked (Node._next)
+    return _NO_EDGE
 
 
 _NEED_1, _NEED_1_0 = (True,), (True, False)
@@ -306,17 +306,17 @@ class Op(Node):
         if like is not None:  # one or two inputs, the first a tensor: the edges without the general loop
             e1 = _edge(first)
             if n == 1:
-                ctx.next_functions, ctx.needs_input_grad = (e1,), _NEED_1
+                ctx._next, ctx.needs_input_grad = (e1,), _NEED_1
                 versions = (first._vc[0],)
             elif isinstance(second, Tensor):
-                ctx.next_functions = (e1, _edge(second))
+                ctx._next = (e1, _edge(second))
                 ctx.needs_input_grad = (first._requires_grad, second._requires_grad)
                 versions = (first._vc[0], second._vc[0])
             else:
-                ctx.next_functions, ctx.needs_input_grad = (e1, _NO_EDGE), _NEED_1_0
+                ctx._next, ctx.needs_input_grad = (e1, _NO_EDGE), _NEED_1_0
                 versions = (first._vc[0], None)
         else:
-            ctx.next_functions, ctx.needs_input_grad, versions = _edges(inputs)
+            ctx._next, ctx.needs_input_grad, versions = _edges(inputs)
         ctx.seq = next(_seq)
         if cls.saves_inputs:
             ctx._saved = inputs
@@ -471,7 +471,7 @@ class FunctionCtx(Node):
         res = self._fn_cls.backward(self, *grads)
         if not isinstance(res, tuple):
             res = (res,)
-        n = len(self.next_functions)
+        n = len(self._next)
         if len(res) < n or any(g is not None for g in res[n:]):
             raise RuntimeError(f"function {self.backward_name} returned an incorrect number of gradients "
                                f"(expected {n}, got {len(res)})")
@@ -531,7 +531,7 @@ class Function:
             return out
         single = not isinstance(out, tuple)
         outs = (out,) if single else out
-        ctx.next_functions = tuple(_edge(a) if isinstance(a, Tensor) else (None, 0) for a in args)
+        ctx._next = tuple(_edge(a) if isinstance(a, Tensor) else _NO_EDGE for a in args)
         ctx._in_meta = tuple(tuple(a.shape) if isinstance(a, Tensor) else None for a in args)
         ctx.seq = next(_seq)
         if anomaly.ENABLED:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .._tensor import Tensor
 from ..backends.backend import on_device
 from . import engine
-from .node import grad_accumulator
+from .node import accumulate
 
 __all__ = ["backward", "grad"]
 
@@ -57,7 +57,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         res = engine.run_backward(tensors, grads, retain_graph, create_graph, inputs=inputs, allow_unused=True)
         for t, g in zip(inputs, res):
             if g is not None:
-                grad_accumulator(t).accumulate(g, create_graph)
+                accumulate(t, g, create_graph)
         return
     engine.run_backward(tensors, grads, retain_graph, create_graph)
 

@@ -14,6 +14,7 @@ from typing import Any
 from numpy import ndarray
 
 from .._hooks import add_hook
+from .._tensor import Tensor
 
 _seq = itertools.count()
 _new_object = object.__new__
@@ -35,7 +36,10 @@ class Node:
     """
 
     backward_name = "Node"
-    next_functions: tuple = ()
+    #: the edges as recorded: ``(node, output_nr)``, ``(None, 0)`` for an input that needs no gradient, or
+    #: ``(leaf, 0)`` with the leaf tensor itself (its AccumulateGrad node is made only when someone looks, see
+    #: :attr:`next_functions`: a forward step through a leaf then makes no node object at all)
+    _next: tuple = ()
     _saved: tuple = ()
     _saved_versions: tuple = ()
     _freed = False
@@ -49,6 +53,21 @@ class Node:
 
     def name(self) -> str:
         return self.backward_name
+
+    @property
+    def next_functions(self) -> tuple:
+        """``((node, output_nr), ...)``: where this node's gradients go, one edge per input (``(None, 0)`` for an
+        input that needs none); a leaf's edge is its :class:`AccumulateGrad` node, the same object as long as
+        the graph lives."""
+        edges = self._next
+        if any(isinstance(fn, Tensor) for fn, _ in edges):
+            edges = self._next = tuple((grad_accumulator(fn), 0) if isinstance(fn, Tensor) else (fn, nr)
+                                       for fn, nr in edges)
+        return edges
+
+    @next_functions.setter
+    def next_functions(self, edges) -> None:
+        self._next = tuple(edges)
 
     def __repr__(self):
         return f"<{self.backward_name} object at {hex(id(self))}>"
@@ -149,37 +168,41 @@ class AccumulateGrad(Node):
     seq: int
 
     def accumulate(self, grad, create_graph: bool) -> None:
-        """Add ``grad`` into the leaf's ``.grad``.
-
-        A first ``.grad`` is ``grad`` itself when nothing else can see it (as PyTorch's AccumulateGrad
-        steals a gradient no one else holds), else a copy: the caller (the engine) passes its last
-        reference, so ``grad`` counts at most :data:`_STEALABLE_REFS` references here.
-        """
-        leaf = self.variable
-        hooked = bool(leaf._hooks)
-        if hooked:
-            for hook in tuple(leaf._hooks.values()):
-                new = hook(grad)
-                if new is not None:
-                    grad = new
-        old = leaf._grad
-        if create_graph:
-            leaf._grad = grad if old is None else old + grad
-        elif old is None:
-            # post-accumulate-grad hooks run after .grad is set and see only the leaf: they do not stop adoption
-            stealable = not hooked and getrefcount(grad) <= _STEALABLE_REFS
-            leaf._grad = grad if stealable and _owns_plain_array(grad) else grad._detached_copy()
-        elif old._requires_grad:
-            leaf._grad = (old + grad).detach()
-        else:
-            old._data += grad._data
-            old._vc[0] += 1
-        if leaf._post_acc_hooks:
-            for hook in tuple(leaf._post_acc_hooks.values()):
-                hook(leaf)
+        """Add ``grad`` into the leaf's ``.grad`` (see :func:`accumulate`)."""
+        accumulate(self.variable, grad, create_graph)
 
     def release(self) -> None:
         pass
+
+
+def accumulate(leaf, grad, create_graph: bool) -> None:
+    """Add ``grad`` into ``leaf.grad``, after the leaf's tensor hooks and before its post-accumulate-grad hooks.
+
+    A first ``.grad`` is ``grad`` itself when nothing else can see it (as PyTorch's AccumulateGrad steals a
+    gradient no one else holds), else a copy: the caller (the engine) passes its last reference, so ``grad``
+    counts at most :data:`_STEALABLE_REFS` references here.
+    """
+    hooked = bool(leaf._hooks)
+    if hooked:
+        for hook in tuple(leaf._hooks.values()):
+            new = hook(grad)
+            if new is not None:
+                grad = new
+    old = leaf._grad
+    if create_graph:
+        leaf._grad = grad if old is None else old + grad
+    elif old is None:
+        # post-accumulate-grad hooks run after .grad is set and see only the leaf: they do not stop adoption
+        stealable = not hooked and getrefcount(grad) <= _STEALABLE_REFS
+        leaf._grad = grad if stealable and _owns_plain_array(grad) else grad._detached_copy()
+    elif old._requires_grad:
+        leaf._grad = (old + grad).detach()
+    else:
+        old._data += grad._data
+        old._vc[0] += 1
+    if leaf._post_acc_hooks:
+        for hook in tuple(leaf._post_acc_hooks.values()):
+            hook(leaf)
 
 
 #: references to a stealable gradient inside ``accumulate``: the engine's local, the argument, getrefcount's

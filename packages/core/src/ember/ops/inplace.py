@@ -47,7 +47,7 @@ class CopySlices(Node):
     backward_name = "CopySlices"
 
     def __init__(self, base, src, view_of):
-        self.next_functions = (_edge(base), _edge(src))
+        self._next = (_edge(base), _edge(src))
         self.needs_input_grad = (base._requires_grad, src._requires_grad)
         self.view_of = view_of
         self.shape = tuple(base._data.shape)
