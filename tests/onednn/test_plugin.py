@@ -140,3 +140,15 @@ def test_onednn_s_threads_follow_numpy_s_blas_unless_openmp_is_told(env, expecte
         print(ctypes.CDLL("libgomp.so.1").omp_get_max_threads())
         """, GOTO_NUM_THREADS=None, **env)
     assert out.split() == [str(expected)]
+
+
+@pytest.mark.skipif(plugin.convolutions() is None, reason=f"oneDNN is not usable: {plugin.status()}")
+def test_onednn_s_threads_follow_ember_set_num_threads():
+    out = _ember("""
+        import ctypes, ember, ember.nn.functional as F
+        for n in (1, 3):
+            ember.set_num_threads(n)
+            F.conv2d(ember.randn(1, 2, 5, 5), ember.randn(3, 2, 3, 3))
+            print(ctypes.CDLL("libgomp.so.1").omp_get_max_threads())
+        """, GOTO_NUM_THREADS=None, OMP_NUM_THREADS=None, OPENBLAS_NUM_THREADS=None)
+    assert out.split() == ["1", "3"]

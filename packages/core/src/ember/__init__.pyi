@@ -1248,6 +1248,15 @@ def get_autocast_dtype(device_type: builtins.str) -> _DType:
 def get_default_dtype() -> _DType:
     """The dtype of floating tensors made from Python floats (``float32`` unless changed)."""
 
+# ember.backends.cpu_threads
+def get_num_threads() -> builtins.int:
+    """The number of threads ember's CPU kernels and NumPy's BLAS use (PyTorch's ``torch.get_num_threads``).
+
+    >>> import ember
+    >>> ember.get_num_threads() >= 1
+    True
+    """
+
 # ember._plugins
 def get_plugin_manager() -> Any:
     """The process-wide plugin manager, with built-ins and entry-point plugins loaded on first use."""
@@ -2681,6 +2690,19 @@ def selu_(input: Tensor) -> Tensor:
 # ember._dtype
 def set_default_dtype(d: _DType) -> None:
     """Set the default floating dtype (``float32`` or ``float64``, as in PyTorch)."""
+
+# ember.backends.cpu_threads
+def set_num_threads(n: builtins.int) -> None:
+    """Use ``n`` threads on the CPU: in NumPy's BLAS (set at run time with ``threadpoolctl``) and in ember's own
+    parallel kernels (pooling, activations, convolution's copies). Results do not depend on ``n``.
+
+    >>> import ember
+    >>> before = ember.get_num_threads()
+    >>> ember.set_num_threads(1)
+    >>> ember.get_num_threads()
+    1
+    >>> ember.set_num_threads(before)
+    """
 
 # ember._tensor_str
 def set_printoptions(

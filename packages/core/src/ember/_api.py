@@ -50,6 +50,7 @@ from .autograd import (  # noqa: F401
     set_grad_enabled,
 )
 from .backends import cpu as _cpu  # noqa: F401
+from .backends.cpu_threads import get_num_threads, set_num_threads  # noqa: F401
 from .errors import DeviceMismatchError, EmberError, OutOfMemoryError, PluginError, UnsupportedOpError  # noqa: F401
 from .linalg import det, inverse, slogdet  # noqa: F401
 from .linalg import tensor_norm as norm  # noqa: F401

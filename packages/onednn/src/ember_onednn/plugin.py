@@ -71,10 +71,10 @@ def status() -> str:
     """
     if convolutions() is None:
         return f"not in use, ember's own kernels run: {_state['reason']}"
-    from ._threads import blas_threads
+    import os
 
-    threads = blas_threads()
-    pool = "OMP_NUM_THREADS, else every core" if threads is None else f"{threads}, as NumPy's BLAS"
+    pool = ("OMP_NUM_THREADS" if os.environ.get("OMP_NUM_THREADS", "").strip()
+            else f"{ember.get_num_threads()}, as ember.get_num_threads()")
     return f"in use: {_state['description']}; float32 convolutions and their gradients; OpenMP threads: {pool}"
 
 

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import _dtype as dt
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
+from ..backends import cpu_threads
 from ._common import Tensor, tensor_method
 from .activation_piecewise import (  # noqa: F401
     hardshrink,
@@ -109,15 +112,38 @@ class Relu(Op):
 
     @staticmethod
     def forward(ctx, xp, a):
-        return xp.maximum(0, a)  # on a tie the second argument: relu(-0.0) is -0.0, as in PyTorch
+        # on a tie the second argument: relu(-0.0) is -0.0, as in PyTorch
+        if a.size >= cpu_threads.MIN_ITEMS and isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.ndim:
+            out = np.empty(a.shape, a.dtype)
+            flat_a, flat_out = _flat(a, out)
+            cpu_threads.parallel_for(len(flat_a), lambda i, j: np.maximum(0, flat_a[i:j], out=flat_out[i:j]),
+                                     a.size)
+            return out
+        return xp.maximum(0, a)
 
     @staticmethod
     def backward(ctx, g):
         out = ctx.saved_output  # >= 0 or NaN: the gradient passes where it is not 0 (NaN too, as in PyTorch)
         if STATE.enabled:  # create_graph: ember ops, differentiable again
             return g * (out != 0)
-        xp, ga = g._device.backend.xp, g._data
-        return Tensor._make(ga * xp.astype(out._data != 0, ga.dtype), g._device)
+        xp, ga, oa = g._device.backend.xp, g._data, out._data
+        if ga.size >= cpu_threads.MIN_ITEMS and isinstance(ga, np.ndarray) and ga.shape == oa.shape:
+            res = np.empty(ga.shape, ga.dtype)
+            flat_g, flat_o, flat_res = _flat(ga, oa, res)
+
+            def part(i, j):
+                np.multiply(flat_g[i:j], flat_o[i:j] != 0, out=flat_res[i:j], dtype=ga.dtype)
+            cpu_threads.parallel_for(len(flat_g), part, ga.size)
+            return Tensor._make(res, g._device)
+        return Tensor._make(ga * xp.astype(oa != 0, ga.dtype), g._device)
+
+
+def _flat(*arrays):
+    """The arrays (of one shape) as one axis each when all are contiguous (views), else as they are (then split
+    along their leading axis)."""
+    if all(a.flags.c_contiguous for a in arrays):
+        return [a.reshape(-1) for a in arrays]
+    return arrays
 
 
 @tensor_method()
