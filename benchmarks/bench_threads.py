@@ -1,5 +1,5 @@
-"""ember's threaded CPU kernels (ReLU, max pool, forward and backward) on the CNN workload's shapes: wall clock at
-2 threads against 1 thread, and against PyTorch at 2 threads when it is installed.
+"""ember's threaded CPU kernels (ReLU, max and average pool, forward and backward) on the CNN workload's shapes:
+wall clock at 2 threads against 1 thread, and against PyTorch at 2 threads when it is installed.
 
 Paired rounds, contenders alternated within each round; medians and p25-p75 of the per-round ratios. The machine
 is shared: quote ``os.getloadavg()`` (printed) with the figures.
@@ -21,24 +21,26 @@ CASES = {  # name: (input shape, function of one tensor, whose forward and backw
     "relu conv1 64x32x26x26": ((64, 32, 26, 26), "relu"),
     "relu conv2 64x64x24x24": ((64, 64, 24, 24), "relu"),
     "max_pool2d(2) 64x64x24x24": ((64, 64, 24, 24), "pool"),
+    "avg_pool2d(2) 64x64x24x24": ((64, 64, 24, 24), "avg"),
 }
+POOLS = {"pool": "max_pool2d", "avg": "avg_pool2d"}
 
 
 def _step(lib, kind, x, g):
-    fn = lib.relu if kind == "relu" else (lambda t: lib.nn.functional.max_pool2d(t, 2))
+    fn = lib.relu if kind == "relu" else (lambda t: getattr(lib.nn.functional, POOLS[kind])(t, 2))
     x.grad = None
     fn(x).backward(g)
 
 
 def _ember_case(shape, kind):
     x = ember.randn(*shape, requires_grad=True)
-    g = ember.randn(*(F.max_pool2d(x.detach(), 2).shape if kind == "pool" else shape))
+    g = ember.randn(*(F.max_pool2d(x.detach(), 2).shape if kind in POOLS else shape))
     return lambda: _step(ember, kind, x, g)
 
 
 def _torch_case(torch, shape, kind):
     x = torch.randn(*shape, requires_grad=True)
-    g = torch.randn(*(torch.nn.functional.max_pool2d(x.detach(), 2).shape if kind == "pool" else shape))
+    g = torch.randn(*(torch.nn.functional.max_pool2d(x.detach(), 2).shape if kind in POOLS else shape))
     return lambda: _step(torch, kind, x, g)
 
 

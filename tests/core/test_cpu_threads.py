@@ -118,3 +118,15 @@ def test_small_work_runs_inline(threads):
     idents = []
     cpu_threads.parallel_for(8, lambda a, b: idents.append(threading.get_ident()), size=cpu_threads.MIN_ITEMS - 1)
     assert idents == [threading.get_ident()]
+
+
+@pytest.mark.parametrize("fn, shape, small", [
+    (lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False), (64, 64, 24, 24), (3, 2, 6, 6)),
+    (lambda x: F.avg_pool2d(x, 2, divisor_override=3), (64, 64, 24, 24), (3, 2, 6, 6)),
+    (lambda x: F.avg_pool1d(x, 2), (64, 64, 600), (3, 2, 6))])
+def test_threaded_average_pools_match_one_thread_and_pass_gradchecks(fn, shape, small, threads, monkeypatch):
+    one, two = _run(1, fn, shape), _run(2, fn, shape)
+    for a, b in zip(one, two):
+        assert np.array_equal(a, b)
+    monkeypatch.setattr(cpu_threads, "MIN_ITEMS", 0)
+    check_grads(fn, ember.randn(*small, dtype=ember.float64, requires_grad=True), gradgrad=True)

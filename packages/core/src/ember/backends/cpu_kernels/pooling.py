@@ -138,5 +138,24 @@ def max_pool_backward(ctx, xp, g, windows=(), sels=()):
     return _joined(_by_rows(g, nd, lambda i, j: _scatter(g[i:j], windows, [s[i:j] for s in sels], stage)))
 
 
+def avg_pool(ctx, xp, a, kernel_size=(1,), stride=(1,), padding=(0,), ceil_mode=False, count_include_pad=True,
+             divisor_override=None):
+    """``ember.ops.pooling``'s average pool with the window sums taken on every thread (slices of samples)."""
+    windows = pw.pool_windows(a.shape, kernel_size, stride, padding, (1,) * len(kernel_size), ceil_mode)
+    ctx.windows, ctx.div = windows, pw.divisor(np, windows, count_include_pad, divisor_override, a.dtype)
+    ctx.attrs = dict(kernel_size=kernel_size, stride=stride, padding=padding, ceil_mode=ceil_mode,
+                     count_include_pad=count_include_pad, divisor_override=divisor_override)
+    nd = len(windows)
+    return _joined(_by_rows(a, nd, lambda i, j: pw.window_sum(np, a[i:j] if a.ndim > nd else a, windows) / ctx.div))
+
+
+def avg_pool_backward(ctx, xp, g, pool=None, windows=(), div=1.0, attrs=None):
+    ctx.pool, ctx.attrs = pool, attrs
+    nd = len(windows)
+    return _joined(_by_rows(g, nd, lambda i, j: pw.window_sum_transpose(np, (g[i:j] if g.ndim > nd else g) / div,
+                                                                        windows)))
+
+
 KERNELS = {"max_pool1d": max_pool, "max_pool2d": max_pool, "max_pool1d_with_indices": max_pool,
-           "max_pool2d_with_indices": max_pool, "max_pool_backward": max_pool_backward}
+           "max_pool2d_with_indices": max_pool, "max_pool_backward": max_pool_backward,
+           "avg_pool1d": avg_pool, "avg_pool2d": avg_pool, "avg_pool_backward": avg_pool_backward}
