@@ -40,8 +40,6 @@ CASES = {
                            (64, 64, 24, 24)),
     "max_pool1d": (lambda x: F.max_pool1d(x, 3, 2), (64, 64, 500)),
     "avg_pool2d": (lambda x: F.avg_pool2d(x, 2), (64, 64, 24, 24)),
-    "conv2d": (lambda x: F.conv2d(x, ember.ones(64, 32, 3, 3) / 100, ember.ones(64)), (64, 32, 26, 26)),
-    "conv2d padded": (lambda x: F.conv2d(x, ember.ones(64, 32, 3, 3) / 100, padding=1), (64, 32, 26, 26)),
 }
 
 

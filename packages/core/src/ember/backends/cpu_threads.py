@@ -23,7 +23,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["set_num_threads", "get_num_threads", "parallel_for", "copyto", "MIN_ITEMS", "WAIT_S"]
+__all__ = ["set_num_threads", "get_num_threads", "parallel_for", "MIN_ITEMS", "WAIT_S"]
 
 #: the least number of array elements worth splitting (measured: a ReLU of 2**20 float32 took 0.89x the one-thread
 #: time at 2 threads, of 2**18 2.1x: waking a sleeping thread costs ~50 us on this machine)
@@ -67,7 +67,7 @@ def get_num_threads() -> int:
 
 def set_num_threads(n: int) -> None:
     """Use ``n`` threads on the CPU: in NumPy's BLAS (set at run time with ``threadpoolctl``) and in ember's own
-    parallel kernels (pooling, activations, convolution's copies). Results do not depend on ``n``.
+    parallel kernels (ReLU, pooling). Results do not depend on ``n``.
 
     >>> import ember
     >>> before = ember.get_num_threads()
@@ -127,16 +127,3 @@ def parallel_for(n: int, fn, size: int) -> None:
     if errors:
         raise errors[0]
 
-
-def copyto(dst, src) -> None:
-    """``np.copyto(dst, src)`` for arrays of one shape, split along their leading axis over the threads.
-
-    >>> import numpy as np
-    >>> dst = np.zeros((2, 3))
-    >>> copyto(dst, np.ones((2, 3)))
-    >>> dst.sum()
-    np.float64(6.0)
-    """
-    import numpy as np
-
-    parallel_for(len(dst), lambda start, stop: np.copyto(dst[start:stop], src[start:stop]), dst.size)

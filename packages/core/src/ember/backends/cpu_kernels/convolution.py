@@ -29,8 +29,6 @@ import itertools
 
 import numpy as np
 
-from .. import cpu_threads
-
 #: bytes of im2col columns per block: small enough to stay in cache between the copy and the matmul (4 MB ran
 #: fastest on a 2-core Xeon with 2 MB of L2 per core and a shared L3; 16 MB was 25% slower)
 BLOCK_BYTES = 4 << 20
@@ -100,7 +98,7 @@ class _Plan:
         windows = self.windows(padded)  # (n, C, kh, kw, *positions)
         order = (1, 2, 3, 0) + tuple(range(4, windows.ndim))
         cols = buffer[:self.rows * n * self.length].reshape(tuple(windows.shape[i] for i in order))
-        cpu_threads.copyto(cols, windows.transpose(order))
+        np.copyto(cols, windows.transpose(order))
         return cols.reshape(self.groups, self.rows // self.groups, n * self.length)
 
     def _positions(self, cols, n):
@@ -159,7 +157,7 @@ def _conv(x, w, b, plan):
         cols = plan.columns(plan.padded(x[blk], pad_buffer), cols_buffer)
         y = np.matmul(w2, cols, out=product[:w.shape[0] * count * plan.length].reshape(w2.shape[:2] + (-1,)))
         target = out[blk]
-        cpu_threads.copyto(target, plan.from_columns(y, count))  # then the bias in place: faster than one strided add
+        np.copyto(target, plan.from_columns(y, count))  # then the bias in place: faster than one strided add
         if bias is not None:
             target += bias
     return out
