@@ -2694,7 +2694,7 @@ def set_default_dtype(d: _DType) -> None:
 # ember.backends.cpu_threads
 def set_num_threads(n: builtins.int) -> None:
     """Use ``n`` threads on the CPU: in NumPy's BLAS (set at run time with ``threadpoolctl``) and in ember's own
-    parallel kernels (pooling, activations, convolution's copies). Results do not depend on ``n``.
+    parallel kernels (ReLU, pooling). Results do not depend on ``n``.
 
     >>> import ember
     >>> before = ember.get_num_threads()
