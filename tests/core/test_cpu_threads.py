@@ -1,5 +1,6 @@
 """ember.set_num_threads / get_num_threads and the CPU parallel-for: threaded kernels give the one-thread results
 bit for bit, errors in a slice reach the caller, nested calls run inline."""
+import os
 import threading
 
 import numpy as np
@@ -128,3 +129,15 @@ def test_threaded_average_pools_match_one_thread_and_pass_gradchecks(fn, shape, 
         assert np.array_equal(a, b)
     monkeypatch.setattr(cpu_threads, "MIN_ITEMS", 0)
     check_grads(fn, ember.randn(*small, dtype=ember.float64, requires_grad=True), gradgrad=True)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_gets_a_pool_of_its_own(threads):
+    ember.set_num_threads(2)
+    x = ember.randn(64, 32, 26, 26)
+    expected = ember.relu(x).numpy()  # the parent's pool has started
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's pool threads are gone; a hang would end in TimeoutError, not a pass
+        os._exit(0 if np.array_equal(ember.relu(x).numpy(), expected) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

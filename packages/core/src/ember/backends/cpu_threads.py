@@ -91,6 +91,16 @@ def set_num_threads(n: int) -> None:
         old.shutdown(wait=False)
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool threads do not exist there, so a new pool is made on first use."""
+    global _pool, _lock
+    _pool, _lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _mark_inside() -> None:
     _inside.flag = True
 

@@ -127,7 +127,8 @@ class Relu(Op):
         if STATE.enabled:  # create_graph: ember ops, differentiable again
             return g * (out != 0)
         xp, ga, oa = g._device.backend.xp, g._data, out._data
-        if ga.size >= cpu_threads.MIN_ITEMS and isinstance(ga, np.ndarray) and ga.shape == oa.shape:
+        if (ga.size >= cpu_threads.MIN_ITEMS and isinstance(ga, np.ndarray) and ga.dtype.kind == "f"
+                and ga.shape == oa.shape):
             res = np.empty(ga.shape, ga.dtype)
             flat_g, flat_o, flat_res = _flat(ga, oa, res)
 
