@@ -72,6 +72,19 @@ def test_fused_state_lives_in_one_flat_buffer():
     bases = [array(opt.state[p]["exp_avg"]).base for p in params]
     assert bases[0] is not None and all(b is bases[0] for b in bases)
     assert bases[0].size == sum(p.numel() for p in params)
+    flat = array(params[0]).base
+    assert flat is not None and all(array(p).base is flat for p in params)
+
+
+def test_a_parameter_given_new_data_is_taken_into_a_new_batch():
+    params, opt = _run(ember.optim.SGD, dict(lr=0.1, momentum=0.9), np.float64, steps=2, fused=True)
+    ref_params, ref_opt = _run(ember.optim.SGD, dict(lr=0.1, momentum=0.9), np.float64, steps=2)
+    for ps, o in ((params, opt), (ref_params, ref_opt)):
+        ps[0].data = ember.ones(SHAPES[0], dtype=ember.float64)
+        for p in ps:
+            p.grad = ember.ones(tuple(p.shape), dtype=ember.float64)
+        o.step()
+    assert all(np.array_equal(array(a), array(b)) for a, b in zip(params, ref_params))
 
 
 @pytest.mark.parametrize("cls,options", [CASES[1], CASES[5]])

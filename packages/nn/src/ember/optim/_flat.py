@@ -1,11 +1,12 @@
 """The flat-buffer path of ``foreach=True`` / ``fused=True``: a group's state in one contiguous buffer per name.
 
-The parameters of a group that share a device and dtype have their state tensors (``'exp_avg'``,
-``'momentum_buffer'``, ...) made views of one flat buffer per state name, so a step gathers the gradients and
-parameters into two flat scratch arrays, runs the optimizer's update once over the flat arrays, and writes the
-parameters back. The update is elementwise and the same code as the per-parameter one, so the results are
-bit-identical; batches the flat path cannot take as one (parameters whose state is missing or at different
-step counts) go through the per-parameter update.
+The parameters of a group that share a device and dtype (and, for Adam, a step count) have their arrays and
+their state tensors (``'exp_avg'``, ``'momentum_buffer'``, ...) made views of one flat buffer each, so a step
+gathers the gradients into one flat scratch array and runs the update once over the flat arrays: a plugin's
+compiled kernel, or the per-parameter NumPy update itself. The update is elementwise and does the same
+operations in the same order and precision as the per-parameter one, so the results are bit-identical.
+Parameters whose state is not made yet (SGD's momentum buffer on its first step) go through the per-parameter
+update; a batch is made anew when its parameters, their arrays or their state tensors change.
 """
 from __future__ import annotations
 
@@ -41,45 +42,51 @@ def check_fused(params) -> None:
 
 
 class FlatBatch:
-    """One device and dtype's parameters of a group with their state as views of flat buffers.
+    """One device and dtype's parameters of a group, their arrays and their state views of flat buffers.
 
     ``buffers[name]`` is the flat array behind every parameter's ``state[name]``;
-    ``params_flat()`` and ``grads_flat()`` gather the parameters' and gradients'
-    arrays into flat scratch arrays; ``write_back()`` copies the updated
-    parameters back.
+    ``params_flat`` the one behind the parameters themselves (each made a view of
+    it with ``p.data = ...`` when the batch is made, so that the update writes the
+    parameters in place); ``grads_flat()`` gathers the gradients into a flat
+    scratch array.
     """
 
-    __slots__ = ("params", "buffers", "tensors", "offsets", "_p", "_g")
+    __slots__ = ("params", "buffers", "tensors", "offsets", "params_flat", "_arrays", "_g")
 
     def __init__(self, params: list, state: dict, names: tuple):
         self.params = params
         self.offsets = np.cumsum([0] + [p.numel() for p in params])
-        n = int(self.offsets[-1])
-        first = array(params[0])
+        self.params_flat = self._relocate(params, [array(p) for p in params])
+        for p, view in zip(params, self._views(self.params_flat)):
+            p.data = from_array(view, p.device, p.dtype)
+        self._arrays = [array(p) for p in params]
         self.buffers, self.tensors = {}, {}
         for name in names:
-            flat = np.empty(n, dtype=first.dtype)
-            views = []
-            for i, p in enumerate(params):
-                view = flat[self.offsets[i]:self.offsets[i + 1]].reshape(array(p).shape)
-                view[...] = array(state[p][name])
-                views.append(from_array(view, p.device, p.dtype))
-                state[p][name] = views[-1]
-            self.buffers[name], self.tensors[name] = flat, views
-        self._p = np.empty(n, dtype=first.dtype)
-        self._g = np.empty(n, dtype=first.dtype)
+            self.buffers[name] = self._relocate(params, [array(state[p][name]) for p in params])
+            self.tensors[name] = [from_array(view, p.device, p.dtype)
+                                  for p, view in zip(params, self._views(self.buffers[name]))]
+            for p, t in zip(params, self.tensors[name]):
+                state[p][name] = t
+        self._g = np.empty_like(self.params_flat)
+
+    def _views(self, flat) -> list:
+        o = self.offsets
+        return [flat[o[i]:o[i + 1]].reshape(array(p).shape) for i, p in enumerate(self.params)]
+
+    def _relocate(self, params, arrays) -> np.ndarray:
+        """A new flat array holding ``arrays`` one after the other."""
+        flat = np.empty(int(self.offsets[-1]), dtype=arrays[0].dtype)
+        return self._gather(flat, arrays)
 
     def matches(self, params: list, state: dict) -> bool:
-        """Whether this batch still holds exactly ``params`` and their state tensors (load_state_dict replaces
-        them)."""
+        """Whether this batch still holds exactly ``params``, their arrays (``p.data = ...`` replaces them) and
+        their state tensors (load_state_dict replaces them)."""
         if len(params) != len(self.params) or any(a is not b for a, b in zip(params, self.params)):
+            return False
+        if any(array(p) is not a for p, a in zip(params, self._arrays)):
             return False
         return all(state[p].get(name) is views[i] for name, views in self.tensors.items()
                    for i, p in enumerate(params))
-
-    def params_flat(self) -> np.ndarray:
-        """The parameters' values gathered into one flat array (written back by :meth:`write_back`)."""
-        return self._gather(self._p, [array(p) for p in self.params])
 
     def grads_flat(self) -> np.ndarray:
         """The gradients gathered into one flat scratch array."""
@@ -90,13 +97,6 @@ class FlatBatch:
         for i, a in enumerate(arrays):
             out[o[i]:o[i + 1]] = a.reshape(-1)
         return out
-
-    def write_back(self) -> None:
-        """Copy the flat parameter array into each parameter's array."""
-        o = self.offsets
-        for i, p in enumerate(self.params):
-            a = array(p)
-            a[...] = self._p[o[i]:o[i + 1]].reshape(a.shape)
 
 
 def flat_batches(opt, group_index: int, params: list, names: tuple, kind=None) -> tuple[list, list]:

@@ -95,7 +95,7 @@ class Adam(Optimizer):
                     batches, params = flat_batches(self, index, params, names, steps.get)
                     for batch in batches:
                         t = steps[batch.params[0]]
-                        p_flat, g = batch.params_flat(), batch.grads_flat()
+                        p_flat, g = batch.params_flat, batch.grads_flat()
                         if decoupled and weight_decay != 0:
                             p_flat *= 1 - lr * weight_decay
                         if group["maximize"]:
@@ -112,7 +112,6 @@ class Adam(Optimizer):
                         else:
                             for piece in pieces(p_flat, g, m, v, v_max):
                                 self._update(np, *piece, *scales)
-                        batch.write_back()
                         mark_modified(*batch.params, *(v for name in names for v in batch.tensors[name]))
                 for p in params:
                     state = self.state[p]

@@ -84,7 +84,7 @@ class SGD(Optimizer):
 
     def _flat_update(self, batch, group, momentum, keep, nesterov, lr):
         """The update of one flat batch: the same operations as the per-parameter one, over flat arrays."""
-        p = batch.params_flat()
+        p = batch.params_flat
         g = batch.grads_flat()
         if group["maximize"]:
             np.negative(g, out=g)
@@ -98,7 +98,6 @@ class SGD(Optimizer):
         else:
             for piece in pieces(p, g, b):
                 self._update(np, *piece, False, momentum, keep, nesterov, lr)
-        batch.write_back()
         mark_modified(*batch.params, *batch.tensors.get("momentum_buffer", ()))
 
     def _update(self, xp, p, g, b, fresh, momentum, keep, nesterov, lr):
