@@ -6,6 +6,7 @@ against what the step must hold (target: at most 1.5x; see :func:`memory_detail`
 """
 import functools
 import gc
+import os
 import tracemalloc
 
 import numpy as np
@@ -20,13 +21,16 @@ BATCH, LR = 64, 1e-3
 CONV_FLOPS_TARGET, MEMORY_TARGET = 0.5, 1.5
 
 
+#: ``fused=True`` for both libraries' optimizers with ``BENCH_FUSED=1`` (default: their per-parameter update)
+FUSED = True if os.environ.get("BENCH_FUSED") == "1" else None
+
 def build(lib):
     """The model, its Adam optimizer, a batch and a training step, in ``lib`` (ember or torch)."""
     nn = lib.nn
     lib.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Flatten(), nn.Linear(9216, 128), nn.ReLU(), nn.Linear(128, 10))
-    opt = lib.optim.Adam(model.parameters(), lr=LR)
+    opt = lib.optim.Adam(model.parameters(), lr=LR, fused=FUSED)
     x, y = lib.randn(BATCH, 1, 28, 28), lib.randint(0, 10, (BATCH,))
 
     step = training_step(model, opt, nn.functional.cross_entropy, x, y)

@@ -1,5 +1,6 @@
 """Workload 1: MLP 784-512-512-10 with ReLU, batch 128, cross-entropy, SGD with momentum 0.9: a training step."""
 import itertools
+import os
 
 import numpy as np
 
@@ -12,12 +13,15 @@ TARGETS = (0.85, 1.0)
 BATCH, SIZES, LR, MOMENTUM = 128, (784, 512, 512, 10), 0.01, 0.9
 
 
+#: ``fused=True`` for both libraries' optimizers with ``BENCH_FUSED=1`` (default: their per-parameter update)
+FUSED = True if os.environ.get("BENCH_FUSED") == "1" else None
+
 def build(lib):
     """The model, its optimizer, a batch and a training step, in ``lib`` (ember or torch)."""
     nn = lib.nn
     lib.manual_seed(0)
     model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
-    opt = lib.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+    opt = lib.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, fused=FUSED)
     x, y = lib.randn(BATCH, 784), lib.randint(0, 10, (BATCH,))
 
     step = training_step(model, opt, nn.functional.cross_entropy, x, y)

@@ -56,7 +56,7 @@ share with nn's (each documented where it is defined):
 from __future__ import annotations
 
 from ._dtype import numpy_dtype
-from ._plugins import onnx_lowerings
+from ._plugins import cpu_kernel, onnx_lowerings
 from ._tensor import Tensor
 from .amp.autocast_mode import autocast_casts
 from .autograd.engine import queue_callback
@@ -75,6 +75,8 @@ __all__ = [
     # helpers core's ops share with nn's
     "Op", "autocast_casts", "parse_to", "promote", "wrap_dim", "cast_scalar", "broadcast_shape", "get_reduction",
     "pairwise_distance",
+    # plugins' compiled CPU loops (hook ember_cpu_kernels), e.g. nn's fused optimizer updates
+    "cpu_kernel",
     # for ember-onnx: the op trace, dtypes, pooling windows
     "TRACE", "onnx_lowerings", "numpy_dtype", "pool_windows", "pooled_size", "Windows", "AdaptiveWindows",
 ]

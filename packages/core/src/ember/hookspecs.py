@@ -78,7 +78,8 @@ def ember_cpu_kernels():
     """Return ``{name: kernel}``: compiled versions of the CPU backend's inner loops that are not whole ops.
 
     Ops are replaced with :func:`ember_op_kernels`; these are the loops inside ember's own CPU code that NumPy
-    runs in several passes: the random generator's transforms and the float16 conversions. A kernel must give
+    runs in several passes: the random generator's transforms, the float16 conversions and the fused optimizer
+    updates. A kernel must give
     bit for bit what ember's NumPy code gives; ember calls it only on large enough arrays (below, NumPy is quick,
     and a program does not pay a compiler's start). Names and signatures:
 
@@ -101,6 +102,17 @@ def ember_cpu_kernels():
         its shape, C-contiguous: exact, NaN payloads kept;
       - ``"float32_to_float16"``: ``kernel(bits, out)``, ``bits`` 1-D contiguous uint32, ``out`` uint16 of its
         size: round to nearest even, a NaN becomes the quiet NaN of its sign.
+    - the fused optimizer updates (``ember.optim``'s ``fused=True``/``foreach=True``), over 1-D contiguous arrays
+      of one float dtype, changed in place, every scalar given in that dtype; the same operations in the same
+      order as the optimizer's NumPy update:
+
+      - ``"sgd_update"``: ``kernel(p, g, b, momentum, keep, lr, nesterov, has_buffer)``: with ``has_buffer``,
+        ``b = b * momentum + g * keep`` and the step is ``b`` (``b * momentum + g`` if ``nesterov``), else ``g``;
+        then ``p = p - step * lr``;
+      - ``"adam_update"``: ``kernel(p, g, m, v, v_max, amsgrad, keep_g, one_minus_beta2, beta2, neg_step_size,
+        bias2_sqrt, eps)``: ``m = m + (g - m) * keep_g``, ``v = v * beta2 + g * g * one_minus_beta2``, with
+        ``amsgrad`` ``v_max = maximum(v_max, v)`` standing for ``v`` below, then
+        ``p = p + m * neg_step_size / (sqrt(v) / bias2_sqrt + eps)``.
 
     Two plugins giving the same kernel is an error naming both. Example::
 

@@ -14,6 +14,8 @@ _KERNELS = {
     "random_permutation": ("random_kernels", "permutation"),
     "float16_to_float32": ("float16", "float16_to_float32"),
     "float32_to_float16": ("float16", "float32_to_float16"),
+    "sgd_update": ("optim_kernels", "sgd_update"),
+    "adam_update": ("optim_kernels", "adam_update"),
 }
 
 
@@ -31,5 +33,6 @@ def _compiled(module: str, function: str):
 
 @ember.hookimpl
 def ember_cpu_kernels():
-    """The CPU backend's inner loops that ember-numba compiles: the random transforms and float16 conversions."""
+    """The CPU backend's inner loops that ember-numba compiles: the random transforms, float16 conversions and
+    fused optimizer updates."""
     return {name: _compiled(module, function) for name, (module, function) in _KERNELS.items()}

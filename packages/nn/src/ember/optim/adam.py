@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import ember
 from ember._sibling_api import array, array_namespace, mark_modified
 
+from ._flat import check_fused, flat_batches, flat_kernel, uses_flat
 from .optimizer import (
     Optimizer,
     advance_step,
@@ -32,9 +35,11 @@ class Adam(Optimizer):
         p = p - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
 
     State per parameter: ``'step'`` (a 0-d tensor), ``'exp_avg'`` (m),
-    ``'exp_avg_sq'`` (v) and ``'max_exp_avg_sq'`` with amsgrad. ``foreach``,
-    ``fused`` and ``capturable`` are accepted for PyTorch's signature; ember has
-    one implementation.
+    ``'exp_avg_sq'`` (v) and ``'max_exp_avg_sq'`` with amsgrad. ``foreach=True`` or ``fused=True`` (CPU,
+    floating parameters) keep each group's moments in one flat array per name
+    and update all parameters in one pass over flat arrays, with bit-identical
+    results; the default updates parameter by parameter. ``capturable`` is
+    accepted for PyTorch's signature.
 
     >>> import ember
     >>> w = ember.tensor([1.0, -1.0], requires_grad=True)
@@ -75,14 +80,42 @@ class Adam(Optimizer):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss if given."""
         loss = self._run_closure(closure)
         with ember.no_grad():
-            for group in self.param_groups:
+            for index, group in enumerate(self.param_groups):
                 lr, eps, amsgrad = float(group["lr"]), group["eps"], group["amsgrad"]
                 beta1, beta2 = (float(b) for b in group["betas"])
                 weight_decay = group["weight_decay"]
                 decoupled = group.get("decoupled_weight_decay", False)
-                for p in params_with_grad(group):
-                    state = self._state_of(p, amsgrad)
-                    t = advance_step(state["step"])
+                params = params_with_grad(group)
+                steps = {p: advance_step(self._state_of(p, amsgrad)["step"]) for p in params}
+                if uses_flat(group):
+                    if group.get("fused"):
+                        check_fused(params)
+                    names3 = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+                    names = names3 if amsgrad else names3[:2]
+                    batches, params = flat_batches(self, index, params, names, steps.get)
+                    for batch in batches:
+                        t = steps[batch.params[0]]
+                        p_flat, g = batch.params_flat, batch.grads_flat()
+                        if decoupled and weight_decay != 0:
+                            p_flat *= 1 - lr * weight_decay
+                        if group["maximize"]:
+                            np.negative(g, out=g)
+                        if not decoupled and weight_decay != 0:
+                            g += weight_decay * p_flat
+                        scales = (1 - beta1, beta2, lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t), eps)
+                        m, v, v_max = (batch.buffers.get(name) for name in names3)
+                        kernel = flat_kernel("adam_update", p_flat)
+                        if kernel is not None:
+                            f = p_flat.dtype.type
+                            kernel(p_flat, g, m, v, v if v_max is None else v_max, amsgrad, f(scales[0]),
+                                   f(1 - beta2), f(beta2), f(-scales[2]), f(scales[3]), f(eps))
+                        else:
+                            for piece in pieces(p_flat, g, m, v, v_max):
+                                self._update(np, *piece, *scales)
+                        mark_modified(*batch.params, *(v for name in names for v in batch.tensors[name]))
+                for p in params:
+                    state = self.state[p]
+                    t = steps[p]
                     p_array = array(p)
                     if decoupled and weight_decay != 0:
                         p_array *= 1 - lr * weight_decay

@@ -154,7 +154,8 @@ class Optimizer:
             warnings.warn(f"ember.save: the hooks of this {type(self).__name__} ({', '.join(dropped)}) are not "
                           "saved (a checkpoint holds data, not code); register them again after loading",
                           UserWarning, stacklevel=2)
-        return {name: value for name, value in self.__dict__.items() if name not in hooks and name != "_scratch"}
+        skip = ("_scratch", "_flat_batches")  # rebuilt on demand
+        return {name: value for name, value in self.__dict__.items() if name not in hooks and name not in skip}
 
     def __ember_setstate__(self, state: dict) -> None:
         """Restore an optimizer ``ember.load`` made (without ``__init__``): no hooks, fresh scratch space.
@@ -435,7 +436,7 @@ def check_options(*checks) -> None:
 
 
 def check_differentiable(differentiable: bool, fused, foreach) -> None:
-    """ember has one implementation per optimizer: ``foreach``/``fused`` are accepted and change nothing."""
+    """PyTorch's errors for ``differentiable`` (unsupported) and for ``fused`` and ``foreach`` both asked."""
     if differentiable:
         raise NotImplementedError("differentiable=True is not supported: ember's optimizers update parameters in "
                                   "place outside autograd")

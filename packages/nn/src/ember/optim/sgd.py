@@ -1,9 +1,12 @@
 """SGD: stochastic gradient descent with optional momentum, dampening, Nesterov momentum and weight decay."""
 from __future__ import annotations
 
+import numpy as np
+
 import ember
 from ember._sibling_api import array, array_namespace, from_array, mark_modified
 
+from ._flat import check_fused, flat_batches, flat_kernel, uses_flat
 from .optimizer import Optimizer, check_differentiable, check_options, grad_array, params_with_grad, pieces
 
 __all__ = ["SGD"]
@@ -19,8 +22,10 @@ class SGD(Optimizer):
                       g = g + momentum * b if nesterov else b
         p = p - lr * g
 
-    The momentum buffer is the state ``'momentum_buffer'``. ``foreach`` and
-    ``fused`` are accepted for PyTorch's signature; ember has one implementation.
+    The momentum buffer is the state ``'momentum_buffer'``. ``foreach=True`` or
+    ``fused=True`` (CPU, floating parameters) keep each group's buffers in one
+    flat array and update all parameters in one pass over flat arrays, with
+    bit-identical results; the default updates parameter by parameter.
 
     >>> import ember
     >>> w = ember.tensor([1.0], requires_grad=True)
@@ -49,10 +54,17 @@ class SGD(Optimizer):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss if given."""
         loss = self._run_closure(closure)
         with ember.no_grad():
-            for group in self.param_groups:
+            for index, group in enumerate(self.param_groups):
                 lr, momentum, nesterov = float(group["lr"]), group["momentum"], group["nesterov"]
                 keep = 1 - group["dampening"]
-                for p in params_with_grad(group):
+                params = params_with_grad(group)
+                if uses_flat(group):
+                    if group.get("fused"):
+                        check_fused(params)
+                    batches, params = flat_batches(self, index, params, ("momentum_buffer",) if momentum else ())
+                    for batch in batches:
+                        self._flat_update(batch, group, momentum, keep, nesterov, lr)
+                for p in params:
                     xp = array_namespace(p)
                     g = grad_array(p, group["maximize"], group["weight_decay"])
                     b = fresh = None
@@ -69,6 +81,24 @@ class SGD(Optimizer):
                         self._update(xp, *piece, fresh, momentum, keep, nesterov, lr)
                     mark_modified(p)
         return loss
+
+    def _flat_update(self, batch, group, momentum, keep, nesterov, lr):
+        """The update of one flat batch: the same operations as the per-parameter one, over flat arrays."""
+        p = batch.params_flat
+        g = batch.grads_flat()
+        if group["maximize"]:
+            np.negative(g, out=g)
+        if group["weight_decay"] != 0:
+            g += group["weight_decay"] * p
+        b = batch.buffers.get("momentum_buffer")
+        kernel = flat_kernel("sgd_update", p)
+        if kernel is not None:
+            f = p.dtype.type
+            kernel(p, g, g if b is None else b, f(momentum), f(keep), f(lr), bool(nesterov), b is not None)
+        else:
+            for piece in pieces(p, g, b):
+                self._update(np, *piece, False, momentum, keep, nesterov, lr)
+        mark_modified(*batch.params, *batch.tensors.get("momentum_buffer", ()))
 
     def _update(self, xp, p, g, b, fresh, momentum, keep, nesterov, lr):
         """One piece of one parameter's update, in place: ``b`` (the momentum buffer, None without momentum)
