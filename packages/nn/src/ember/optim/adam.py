@@ -94,25 +94,7 @@ class Adam(Optimizer):
                     names = names3 if amsgrad else names3[:2]
                     batches, params = flat_batches(self, index, params, names, steps.get)
                     for batch in batches:
-                        t = steps[batch.params[0]]
-                        p_flat, g = batch.params_flat, batch.grads_flat()
-                        if decoupled and weight_decay != 0:
-                            p_flat *= 1 - lr * weight_decay
-                        if group["maximize"]:
-                            np.negative(g, out=g)
-                        if not decoupled and weight_decay != 0:
-                            g += weight_decay * p_flat
-                        scales = (1 - beta1, beta2, lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t), eps)
-                        m, v, v_max = (batch.buffers.get(name) for name in names3)
-                        kernel = flat_kernel("adam_update", p_flat)
-                        if kernel is not None:
-                            f = p_flat.dtype.type
-                            kernel(p_flat, g, m, v, v if v_max is None else v_max, amsgrad, f(scales[0]),
-                                   f(1 - beta2), f(beta2), f(-scales[2]), f(scales[3]), f(eps))
-                        else:
-                            for piece in pieces(p_flat, g, m, v, v_max):
-                                self._update(np, *piece, *scales)
-                        mark_modified(*batch.params, *(v for name in names for v in batch.tensors[name]))
+                        self._flat_update(batch, group, steps[batch.params[0]], names, lr, beta1, beta2)
                 for p in params:
                     state = self.state[p]
                     t = steps[p]
@@ -128,6 +110,30 @@ class Adam(Optimizer):
                         self._update(xp, *piece, *scales)
                     mark_modified(p, state["exp_avg"], state["exp_avg_sq"], *([v_max] if amsgrad else []))
         return loss
+
+    def _flat_update(self, batch, group, t, names, lr, beta1, beta2):
+        """The update of one flat batch at step ``t``: the same operations as the per-parameter one, over flat
+        arrays (a plugin's compiled kernel, or :meth:`_update` piece by piece)."""
+        eps, weight_decay = group["eps"], group["weight_decay"]
+        decoupled = group.get("decoupled_weight_decay", False)
+        p_flat, g = batch.params_flat, batch.grads_flat()
+        if decoupled and weight_decay != 0:
+            p_flat *= 1 - lr * weight_decay
+        if group["maximize"]:
+            np.negative(g, out=g)
+        if not decoupled and weight_decay != 0:
+            g += weight_decay * p_flat
+        scales = (1 - beta1, beta2, lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t), eps)
+        m, v, v_max = batch.buffers["exp_avg"], batch.buffers["exp_avg_sq"], batch.buffers.get("max_exp_avg_sq")
+        kernel = flat_kernel("adam_update", p_flat)
+        if kernel is not None:
+            f = p_flat.dtype.type
+            kernel(p_flat, g, m, v, v if v_max is None else v_max, v_max is not None, f(scales[0]),
+                   f(1 - beta2), f(beta2), f(-scales[2]), f(scales[3]), f(eps))
+        else:
+            for piece in pieces(p_flat, g, m, v, v_max):
+                self._update(np, *piece, *scales)
+        mark_modified(*batch.params, *(v for name in names for v in batch.tensors[name]))
 
     def _update(self, xp, p, g, m, v, v_max, keep_g, beta2, step_size, bias2_sqrt, eps):
         """One piece of one parameter's update, in place: the moments ``m`` and ``v`` (and ``v_max``) take in
