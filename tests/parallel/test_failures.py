@@ -2,6 +2,7 @@
 hang. Each job is its own mpiexec (or ember-run) subprocess with a time bound; the times are printed (-s)."""
 
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -89,6 +90,60 @@ def test_a_killed_rank_is_named_by_ember_run(tmp_path):
     assert f"ember-run: rank 1 (pid {pid} on " in done.stderr
     assert "ended by signal 9 (SIGKILL)" in done.stderr
     assert "ember-run: the job failed with exit status 9" in done.stderr
+
+
+def test_ember_run_names_the_rank_a_signal_ended_and_passes_on_signals_sent_to_its_watcher(tmp_path):
+    # rank 1's parent is ember-run's watcher: a signal sent to it alone reaches the script; then rank 1 ends by
+    # SIGTERM, and hydra ends rank 0 with SIGKILL (which ember-run must not report as the cause)
+    script = write(tmp_path / "term.py", """\
+        import os, signal, time
+        rank = os.environ["RANK"]
+        signal.signal(signal.SIGUSR1, lambda s, f: print(f"rank {rank} got SIGUSR1", flush=True))
+        print(f"rank {rank} pid {os.getpid()} ready", flush=True)
+        if rank == "1":
+            os.kill(os.getppid(), signal.SIGUSR1)
+            time.sleep(0.5)
+            os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)
+        """)
+    done, seconds = run_job([*EMBER_RUN, "-n", "2", str(script)], cwd=tmp_path, bound=WITHIN_S + 20)
+    assert seconds < WITHIN_S
+    assert done.returncode == 15, done.stdout + done.stderr
+    assert "rank 1 got SIGUSR1" in done.stdout and "rank 0 got SIGUSR1" not in done.stdout
+    pid = re.search(r"rank 1 pid (\d+) ready", done.stdout)[1]
+    reports = [line for line in done.stderr.splitlines() if " ended by " in line]
+    assert len(reports) == 1 and re.fullmatch(rf"ember-run: rank 1 \(pid {pid} on \S+\) ended by signal 15 \(SIGTERM\)",
+                                              reports[0]), done.stderr
+
+
+def test_ctrl_c_reaches_every_rank_once_as_keyboard_interrupt(tmp_path):
+    script = write(tmp_path / "interrupted.py", """\
+        import os, sys, time
+        try:
+            sys.stdout.write(f"rank {os.environ['RANK']} ready\\n")  # one write (ranks interleave); Ctrl-C may
+            sys.stdout.flush()                                    # come as soon as it is out
+            time.sleep(30)
+        except KeyboardInterrupt:
+            time.sleep(0.5)  # a second SIGINT would raise here
+            sys.stdout.write(f"rank {os.environ['RANK']} interrupted once\\n")
+        """)
+    proc = subprocess.Popen([*EMBER_RUN, "-n", "2", str(script)], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = threading.Timer(WITHIN_S + 20, proc.kill)  # bounds the readline()s, should the ranks never start
+    deadline.start()
+    try:
+        ready = [proc.stdout.readline() for _ in range(2)]
+        assert sorted(ready) == ["rank 0 ready\n", "rank 1 ready\n"], ready
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=WITHIN_S + 20)
+    finally:
+        deadline.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, out + err
+    assert sorted(line for line in out.splitlines() if "interrupted" in line) == [
+        "rank 0 interrupted once", "rank 1 interrupted once"]
 
 
 @pytest.mark.parametrize("abort", ["print('abort called with', code, flush=True)", "{}['abort raises']"])

@@ -186,3 +186,22 @@ def test_dry_run_and_the_mpiexec_command(tmp_path, capsys):
 def test_bootstrap_needs_mpiexecs_variables():
     with pytest.raises(RuntimeError, match="PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS not set"):
         torchrun_environment({})
+
+
+def test_the_report_believes_the_watchers_over_hydras_banner(capsys):
+    from ember.distributed._rank_watch import RankRecord
+
+    killed = RankRecord(1, 201, "vm", 101, ("signal", 9))
+    killed_by_hydra = RankRecord(0, 200, "vm", 100, None)  # its watcher died with it: nothing recorded
+    # hydra's banner may name the watcher of the rank it killed itself (pid 100), as it can under load
+    run._report(9, [(100, "vm", 9)], {0: killed_by_hydra, 1: killed})
+    assert capsys.readouterr().err.splitlines() == [
+        "ember-run: rank 1 (pid 201 on vm) ended by signal 9 (SIGKILL)",
+        "ember-run: the job failed with exit status 9"]
+    # no watcher recorded anything (ranks on other hosts): the banner, mapped to ranks where the pid is known
+    # (hydra's EXIT CODE is a signal's number or an exit code; a number that names a signal is read as one)
+    run._report(111, [(100, "node0", 100), (555, "node1", 11)], {0: killed_by_hydra})
+    assert capsys.readouterr().err.splitlines() == [
+        "ember-run: rank 0 (pid 200 on vm) ended by code 100",
+        "ember-run: pid 555 on node1 (rank unknown) ended by signal 11 (SIGSEGV)",
+        "ember-run: the job failed with exit status 111"]

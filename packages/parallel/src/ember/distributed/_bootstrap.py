@@ -4,7 +4,7 @@
 and ``MPI_LOCALNRANKS``. This module copies them into ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
 ``LOCAL_WORLD_SIZE`` and ``GROUP_RANK`` (the host's index: ``ember-run`` places ranks in blocks of
 ``--nproc-per-node`` per host) and then ``exec``\\ s ``python SCRIPT ARGS`` (or ``python -m MODULE ARGS``, or the
-program itself with ``--no-python``). ``exec`` keeps the process id that ``mpiexec`` watches, and the script
+program itself with ``--no-python``), or under ``ember-run`` starts it as a child (below). Either way the script
 runs exactly as under plain ``python script.py`` (its own ``sys.path[0]``, ``__main__``, tracebacks), at the
 cost of one more interpreter start (some 30 ms).
 
@@ -12,8 +12,9 @@ Usage (what ``ember-run --dry-run`` prints)::
 
     mpiexec -n 2 python -m ember.distributed._bootstrap train.py --epochs 3
 
-When ``EMBER_RUN_RANKS_DIR`` names a directory that exists on this host, the rank writes its process id and
-host name there (file ``<rank>``), so that ``ember-run`` can say which rank a process that died by a signal was.
+When ``EMBER_RUN_RANKS_DIR`` names a directory that exists on this host (``ember-run`` sets it), the bootstrap
+does not exec but stays on as the program's parent, to write down how it ended (see ``_rank_watch``), so that
+``ember-run`` can say which rank died, and by which signal.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import os
 import socket
 import sys
 from collections.abc import Mapping
+
+from ember.distributed._rank_watch import can_watch, run_watched
 
 # MPICH's hydra (and Intel MPI) per-process variables -> the torchrun names they become
 _FROM_PMI = {"RANK": "PMI_RANK", "WORLD_SIZE": "PMI_SIZE", "LOCAL_RANK": "MPI_LOCALRANKID",
@@ -46,34 +49,32 @@ def torchrun_environment(environ: Mapping[str, str]) -> dict[str, str]:
     return {name: str(value) for name, value in values.items()}
 
 
-def _record_pid(rank: str) -> None:
-    """Write ``<pid> <host>`` to ``$EMBER_RUN_RANKS_DIR/<rank>`` if that directory exists here (it may not on
-    another host, which is fine: ember-run then names the process by pid and host only)."""
+def _watch_directory() -> str | None:
+    """``$EMBER_RUN_RANKS_DIR`` (taken out of the program's environment) if it exists here and this platform
+    can watch a rank; on another host it may not exist, and ember-run then names a rank by hydra's report alone."""
     directory = os.environ.pop(RANKS_DIR_VAR, None)
-    if directory is None or not os.path.isdir(directory):
-        return
-    host = os.environ.get("PMI_HOSTNAME") or socket.gethostname()
-    try:
-        with open(os.path.join(directory, rank), "w") as f:
-            f.write(f"{os.getpid()} {host}\n")
-    except OSError:
-        pass
+    if directory is None or not os.path.isdir(directory) or not can_watch():
+        return None
+    return directory
 
 
 def main(argv: list[str]) -> None:
-    """``[-m | --no-python] PROGRAM [ARGS...]``: set the variables, then exec the program (never returns)."""
+    """``[-m | --no-python] PROGRAM [ARGS...]``: set the variables, then run the program and end as it
+    ended (never returns)."""
     mode = argv[0] if argv and argv[0] in ("-m", "--no-python") else None
     rest = argv[1:] if mode else argv
     if not rest:
         raise SystemExit("usage: python -m ember.distributed._bootstrap [-m | --no-python] PROGRAM [ARGS...]")
     env = torchrun_environment(os.environ)
     os.environ.update(env)
-    _record_pid(env["RANK"])
+    directory = _watch_directory()
     if mode == "--no-python":
         command = rest
     else:
         command = [sys.executable, *(["-m"] if mode == "-m" else []), *rest]
     sys.stdout.flush()
+    if directory is not None:
+        run_watched(command, directory, env["RANK"], os.environ.get("PMI_HOSTNAME") or socket.gethostname())
     try:
         os.execvp(command[0], command)
     except OSError as err:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ember.distributed._bootstrap import RANKS_DIR_VAR
+from ember.distributed._rank_watch import RankRecord, read_records
 
 _DESCRIPTION = """\
 Start SCRIPT as NPROC_PER_NODE processes (ranks) on this host, or on each of several hosts, through MPI's
@@ -37,8 +38,9 @@ arguments. ember.distributed's processes talk over MPI (mpi4py); ember-run is a 
 
 ember-run runs `MPIEXEC [hosts] -n NNODES*NPROC_PER_NODE -ppn NPROC_PER_NODE -genv VAR VALUE ...
 PYTHON -m ember.distributed._bootstrap SCRIPT ARGS...`; on each rank the bootstrap copies MPICH's PMI_RANK,
-PMI_SIZE, MPI_LOCALRANKID and MPI_LOCALNRANKS into the variables below and then execs `PYTHON SCRIPT ARGS...`
-(same process, so the script runs exactly as under `python SCRIPT`). `--dry-run` prints that command."""
+PMI_SIZE, MPI_LOCALRANKID and MPI_LOCALNRANKS into the variables below and then runs `PYTHON SCRIPT ARGS...`
+as its child, to note how it ended (the script runs exactly as under `python SCRIPT`). `--dry-run` prints that
+command."""
 
 _EPILOG = """\
 which mpiexec:
@@ -360,7 +362,7 @@ def _run(cmd: list[str], timeout: float | None, ranks_dir: str) -> int:
     relay.join(timeout=_GRACE_S)
     proc.stdout.close()
     if code != 0:
-        _report(code, relay.failures, _rank_pids(ranks_dir))
+        _report(code, relay.failures, read_records(ranks_dir))
     return code
 
 
@@ -380,29 +382,28 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float | None) -> int:
     return 128 - code if code < 0 else code
 
 
-def _rank_pids(ranks_dir: str) -> dict[tuple[int, str], int]:
-    """``{(pid, host): rank}`` from the bootstraps' records (ranks on hosts that cannot see the directory are
-    missing)."""
-    found = {}
-    for entry in Path(ranks_dir).iterdir():
-        try:
-            pid, host = entry.read_text().split()
-            found[(int(pid), host)] = int(entry.name)
-        except (OSError, ValueError):
-            continue
-    return found
-
-
-def _report(code: int, failures: list[tuple[int, str, int]], ranks: dict[tuple[int, str], int]) -> None:
-    """Say which ranks hydra saw die (by their pid) and the job's exit status, on stderr."""
-    for pid, host, status in failures:
-        rank = ranks.get((pid, host))
-        if rank is None:  # hydra may name the host differently from PMI_HOSTNAME: match the pid alone
-            rank = next((r for (p, _), r in ranks.items() if p == pid), None)
-        who = f"rank {rank} (pid {pid} on {host})" if rank is not None else f"pid {pid} on {host} (rank unknown)"
-        how = f"signal {status} ({signal.Signals(status).name})" if status in _SIGNAL_NUMBERS else f"code {status}"
-        print(f"ember-run: {who} ended by {how}", file=sys.stderr)
+def _report(code: int, failures: list[tuple[int, str, int]], records: dict[int, RankRecord]) -> None:
+    """Say on stderr which ranks ended badly and the job's exit status: from the ranks' watchers where they
+    recorded an ending (hydra's banner may name a rank it killed itself), else from hydra's banners."""
+    ended = [(r, r.ended) for _, r in sorted(records.items()) if r.ended is not None and r.ended != ("exit", 0)]
+    for r, (kind, value) in ended:
+        print(f"ember-run: rank {r.rank} (pid {r.pid} on {r.host}) ended by {_how(kind, value)}", file=sys.stderr)
+    if not ended:
+        by_pid = {pid: r for r in records.values() for pid in (r.pid, r.watcher_pid)}
+        for pid, host, status in failures:
+            named = by_pid.get(pid)  # the host is not compared: hydra may name it differently from PMI_HOSTNAME
+            who = (f"rank {named.rank} (pid {named.pid} on {named.host})" if named
+                   else f"pid {pid} on {host} (rank unknown)")
+            how = _how("signal", status) if status in _SIGNAL_NUMBERS else _how("exit", status)
+            print(f"ember-run: {who} ended by {how}", file=sys.stderr)
     print(f"ember-run: the job failed with exit status {code}", file=sys.stderr, flush=True)
+
+
+def _how(kind: str, value: int) -> str:
+    """``signal 9 (SIGKILL)`` or ``code 3``."""
+    if kind == "signal":
+        return f"signal {value} ({signal.Signals(value).name})"
+    return f"code {value}"
 
 
 _SIGNAL_NUMBERS = {int(s) for s in signal.Signals}
