@@ -16,6 +16,8 @@ _KERNELS = {
     "float32_to_float16": ("float16", "float32_to_float16"),
     "sgd_update": ("optim_kernels", "sgd_update"),
     "adam_update": ("optim_kernels", "adam_update"),
+    "max_pool_stage": ("pool_kernels", "max_stage"),
+    "max_pool_scatter": ("pool_kernels", "scatter"),
 }
 
 
@@ -33,6 +35,6 @@ def _compiled(module: str, function: str):
 
 @ember.hookimpl
 def ember_cpu_kernels():
-    """The CPU backend's inner loops that ember-numba compiles: the random transforms, float16 conversions and
-    fused optimizer updates."""
+    """The CPU backend's inner loops that ember-numba compiles: the random transforms, float16 conversions,
+    fused optimizer updates and max pooling's stages."""
     return {name: _compiled(module, function) for name, (module, function) in _KERNELS.items()}

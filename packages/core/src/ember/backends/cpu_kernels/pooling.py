@@ -12,18 +12,60 @@
   one window, so each tap's slots are written once instead of added into zeros.
 - Without grad mode (inference), only the maxima are computed: one ``np.maximum``
   per tap into the output, no winners remembered.
+- A plugin's compiled stages (hook ``ember_cpu_kernels``: ``max_pool_stage`` and
+  ``max_pool_scatter``, e.g. from ember-numba) replace all of the above for
+  float32/float64 input from :data:`~ember._plugins.CPU_KERNEL_MIN` elements: one
+  pass per stage with the generic pass's rules (ties, NaN, padding, any gradient).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from ..._plugins import cpu_kernel
 from ...autograd.grad_mode import STATE
 from ...ops import _pool_windows as pw
 from ...ops.pooling import max_pool_backward_forward, max_pool_forward
 from .. import cpu_threads
 
 
+def _as_3d(a, axis):
+    """``a`` as ``(outer, length, inner)`` with dimension ``axis`` (negative) in the middle."""
+    shape = a.shape
+    return a.reshape(math.prod(shape[:axis]), shape[axis], math.prod(shape[axis:][1:]))
+
+
+def _compiled(name, a, win):
+    """The plugin's kernel ``name`` if it serves this stage (float input, a plain window, a large array)."""
+    if isinstance(win, pw.Windows) and win.k < 128 and a.dtype in _FLOATS:
+        return cpu_kernel(name, a.size)
+    return None
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _compiled_max_stage(kernel, a, axis, win):
+    a3 = _as_3d(np.ascontiguousarray(a), axis)
+    out = np.empty((a3.shape[0], win.out, a3.shape[2]), a.dtype)
+    sel = np.empty(out.shape, np.int8)
+    kernel(a3, win.k, win.s, win.d, win.left, a.dtype.type(-np.inf), out, sel)
+    shape = a.shape[:axis] + (win.out,) + a.shape[axis:][1:]
+    return out.reshape(shape), sel.reshape(shape)
+
+
+def _compiled_scatter_stage(kernel, g, axis, win, sel):
+    g3, sel3 = _as_3d(np.ascontiguousarray(g), axis), _as_3d(np.ascontiguousarray(sel), axis)
+    z = np.empty(g.shape[:axis] + (win.size,) + g.shape[axis:][1:], g.dtype)  # owned: a leaf's .grad can take it
+    kernel(g3, sel3, win.k, win.s, win.d, win.left, _as_3d(z, axis))
+    return z
+
+
 def _max_stage(xp, a, axis, win):
+    kernel = _compiled("max_pool_stage", a, win)
+    if kernel is not None:
+        return _compiled_max_stage(kernel, a, axis, win)
     if not isinstance(win, pw.Windows) or win.k == 1 or win.k >= 128:
         return pw.max_stage(np, a, axis, win)
     lowest = pw.lowest_value(np, a.dtype)
@@ -50,6 +92,9 @@ def _tiles(win) -> bool:
 
 
 def _scatter_stage(xp, g, axis, win, sel):
+    kernel = _compiled("max_pool_scatter", g, win)
+    if kernel is not None:
+        return _compiled_scatter_stage(kernel, g, axis, win, sel)
     if not isinstance(win, pw.Windows):
         return pw.scatter_stage(np, g, axis, win, sel)
     if not _tiles(win):  # overlapping windows: add each tap's share in place
@@ -78,6 +123,10 @@ def _max_values(a, windows):
     nd = len(windows)
     for i in range(nd - 1, -1, -1):
         win, axis = windows[i], i - nd
+        kernel = _compiled("max_pool_stage", a, win)
+        if kernel is not None:
+            a = _compiled_max_stage(kernel, a, axis, win)[0]
+            continue
         if not isinstance(win, pw.Windows) or win.k == 1:
             a = pw.max_stage(np, a, axis, win)[0]
             continue
@@ -130,7 +179,9 @@ def max_pool(ctx, xp, a, kernel_size=(1,), stride=(1,), padding=(0,), dilation=(
 
 
 def max_pool_backward(ctx, xp, g, windows=(), sels=()):
-    stage = _scatter_stage if np.isfinite(g).all() else pw.scatter_stage  # g * mask is g or 0 for finite g only
+    # g * mask is g or 0 for finite g only (a compiled scatter adds g itself: any g)
+    finite = all(_compiled("max_pool_scatter", g, w) is not None for w in windows) or np.isfinite(g).all()
+    stage = _scatter_stage if finite else pw.scatter_stage
     nd = len(windows)
     if g.ndim <= nd or g.size < cpu_threads.MIN_ITEMS or cpu_threads.get_num_threads() == 1:
         return max_pool_backward_forward(ctx, np, g, windows, sels, stage=stage)
