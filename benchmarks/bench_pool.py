@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
+
+from bench_optim import measure  # the same alternated rounds on the process CPU clock
 
 CASES = {
     "cnn 2x2 train": ((64, 64, 24, 24), dict(kernel_size=2), True),
@@ -22,66 +22,36 @@ CASES = {
 }
 
 
-def ember_call(shape, options, train, compiled):
-    """One pool (and its backward when ``train``) in ember, with or without the plugin's stages."""
-    import ember
-    import ember.nn.functional as F
-    from ember import _plugins
-
-    kernels = {k: v for k, v in _plugins.cpu_kernels().items() if compiled or not k.startswith("max_pool")}
-    x = ember.randn(*shape, requires_grad=train)
-
-    def call():
-        saved, _plugins.cpu_kernels = _plugins.cpu_kernels, lambda: kernels
-        try:
-            if train:
-                out = F.max_pool2d(x, **options)
-                out.backward(ember.ones_like(out))
-                x.grad = None
-            else:
-                with ember.no_grad():
-                    F.max_pool2d(x, **options)
-        finally:
-            _plugins.cpu_kernels = saved
-    return call
-
-
-def torch_call(shape, options, train):
-    import torch
-    import torch.nn.functional as F
-
-    x = torch.randn(*shape, requires_grad=train)
+def pool_call(lib, x, options, train):
+    """One ``max_pool2d`` of ``x`` in ``lib`` (ember or torch), and its backward when ``train``."""
+    F = lib.nn.functional
 
     def call():
         if train:
             out = F.max_pool2d(x, **options)
-            out.backward(torch.ones_like(out))
+            out.backward(lib.ones_like(out))
             x.grad = None
         else:
-            with torch.no_grad():
+            with lib.no_grad():
                 F.max_pool2d(x, **options)
     return call
 
 
-def measure(calls_by_name: dict, rounds: int, calls: int) -> dict:
-    """``{name: (median ms, ratio median, p25, p75)}``, ratios to the first entry, contenders alternated."""
-    names = list(calls_by_name)
-    times = {n: [] for n in names}
-    for r in range(rounds):
-        order = names[r % len(names):] + names[:r % len(names)]
-        for n in order:
-            f = calls_by_name[n]
-            start = time.process_time()
-            for _ in range(calls):
-                f()
-            times[n].append((time.process_time() - start) / calls * 1e3)
-    base = times[names[0]]
-    result = {}
-    for n in names:
-        ratios = sorted(t / b for t, b in zip(times[n], base))
-        q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
-        result[n] = (statistics.median(times[n]), statistics.median(ratios), q[0], q[2])
-    return result
+def ember_call(shape, options, train, compiled):
+    """ember's pool, with or without the plugin's stages."""
+    import ember
+    from ember import _plugins
+
+    kernels = {k: v for k, v in _plugins.cpu_kernels().items() if compiled or not k.startswith("max_pool")}
+    pool = pool_call(ember, ember.randn(*shape, requires_grad=train), options, train)
+
+    def call():
+        saved, _plugins.cpu_kernels = _plugins.cpu_kernels, lambda: kernels
+        try:
+            pool()
+        finally:
+            _plugins.cpu_kernels = saved
+    return call
 
 
 def main() -> None:
@@ -103,7 +73,7 @@ def main() -> None:
         contenders = {"ember NumPy stages": ember_call(shape, options, train, False),
                       "ember-numba stages": ember_call(shape, options, train, True)}
         if torch is not None:
-            contenders["PyTorch"] = torch_call(shape, options, train)
+            contenders["PyTorch"] = pool_call(torch, torch.randn(*shape, requires_grad=train), options, train)
         for f in contenders.values():
             f()  # warm: compiled, allocated
         for name, (ms, ratio, p25, p75) in measure(contenders, args.rounds, args.calls).items():

@@ -36,14 +36,14 @@ def _as_3d(a, axis):
     return a.reshape(math.prod(shape[:axis]), shape[axis], math.prod(shape[axis:][1:]))
 
 
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _compiled(name, a, win):
     """The plugin's kernel ``name`` if it serves this stage (float input, a plain window, a large array)."""
     if isinstance(win, pw.Windows) and win.k < 128 and a.dtype in _FLOATS:
         return cpu_kernel(name, a.size)
     return None
-
-
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _compiled_max_stage(kernel, a, axis, win):
