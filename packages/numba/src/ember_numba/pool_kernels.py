@@ -118,7 +118,8 @@ def scatter(g, sel, k, s, d, left, z):
     where windows overlap the sums are added in the order of the generic stage (tap by tap, each onto 0.0)."""
     outer, n_out, inner = g.shape
     length = z.shape[1]
-    if s == k and d == 1 and left == 0 and inner == 1:  # windows that tile the input: each element written once
+    if s == k and d == 1 and left == 0 and inner == 1 and n_out * k <= length:  # windows that tile the input:
+        # each element written once (not with ceil_mode's last window, which reaches past the input's end)
         g2, sel2, z2 = g.reshape(outer, n_out), sel.reshape(outer, n_out), z.reshape(outer, length)
         if k == 2:  # constant: unrolled
             _tile_rows(g2, sel2, 2, z2)
