@@ -70,16 +70,19 @@ def test_info_lists_backends_and_devices(report):
 def test_info_names_the_plugin_of_the_cpu_kernels(report):
     kernels = ("adam_update, float16_to_float32, float32_to_float16, max_pool_scatter, max_pool_stage, "
                "random_bernoulli, random_integers, random_normal, random_permutation, random_uniform, sgd_update")
-    assert section(report, "CPU kernels") == [f"{kernels}  [plugin numba]"]
+    assert section(report, "CPU kernels") == [f"{kernels}  [plugin numba]", "gemm_float32  [plugin onednn]"]
 
 
 def test_info_without_cpu_kernels_says_numpy_serves(capsys):
     from ember_numba import plugin
+    from ember_onednn import plugin as onednn_plugin
     ember.unregister_plugin("numba")
+    ember.unregister_plugin("onednn")
     try:
         assert main(["info"]) == 0
     finally:
         ember.register_plugin(plugin, "numba")
+        ember.register_plugin(onednn_plugin, "onednn")
     assert section(capsys.readouterr().out, "CPU kernels")[0].startswith("none: ember's NumPy code")
 
 

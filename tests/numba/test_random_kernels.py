@@ -55,7 +55,7 @@ def test_kernel_gives_the_numpy_transform_bits(case, seed, request, monkeypatch)
     monkeypatch.setattr(ember._plugins, "CPU_KERNEL_MIN", 16)
     compiled = [_draws(lambda e: CASES[case](e, n), seed) for n in SIZES]
     request.getfixturevalue("numpy_only")
-    assert _plugins.cpu_kernels() == {}
+    assert not set(plugin.ember_cpu_kernels()) & set(_plugins.cpu_kernels())
     for n, (values, after) in zip(SIZES, compiled):
         ref_values, ref_after = _draws(lambda e: CASES[case](e, n), seed)
         assert values.dtype == ref_values.dtype and values.shape == ref_values.shape == (n,)

@@ -113,6 +113,13 @@ def ember_cpu_kernels():
         bias2_sqrt, eps)``: ``m = m + (g - m) * keep_g``, ``v = v * beta2 + g * g * one_minus_beta2``, with
         ``amsgrad`` ``v_max = maximum(v_max, v)`` standing for ``v`` below, then
         ``p = p + m * neg_step_size / (sqrt(v) / bias2_sqrt + eps)``.
+    - the matrix product (:mod:`ember.backends.numpy_namespace`'s ``matmul``, which every CPU op's product goes
+      through), the one kernel not bit for bit NumPy's (a BLAS's rounding is its own, as OpenBLAS's is):
+
+      - ``"gemm_float32"``: ``kernel(a, b, out)``: ``out = a @ b``; ``a`` (M, K) and ``b`` (K, N) float32 with
+        unit stride along one dimension and a leading dimension no smaller than the other's extent, ``out``
+        (M, N) float32, C-contiguous, overlapping neither; M, N, K >= 1 and ``M * N * K`` at least
+        :data:`~ember._plugins.CPU_KERNEL_MIN`.
 
     Two plugins giving the same kernel is an error naming both. Example::
 

@@ -4,7 +4,8 @@ Installed, it registers through the ``ember`` entry-point group a plugin whose k
 (``ember.Claim(..., priority=1)``) for the ops ``convolution``, ``convolution_backward`` and
 ``convolutionweightgrad``: every float32 1-D and 2-D convolution, transposed convolution and their gradients, with
 any stride, padding, dilation and groups, runs on oneDNN, called through ctypes on the NumPy arrays in place. Other
-dtypes keep ember's kernels. ``python -m ember info`` says whether it is in use, and why not.
+dtypes keep ember's kernels. Large float32 matrix products run on oneDNN's GEMM (the CPU kernel ``gemm_float32``),
+on the same OpenMP pool. ``python -m ember info`` says whether it is in use, and why not.
 
 >>> import ember
 >>> from ember_onednn import plugin

@@ -1,4 +1,5 @@
-"""The ``ember`` plugin of ember-onednn: oneDNN's convolution kernels over ember's own on the CPU backend.
+"""The ``ember`` plugin of ember-onednn: oneDNN's convolution kernels over ember's own on the CPU backend, and its
+float32 matrix product as the CPU kernel ``gemm_float32``.
 
 Registering it costs no more than finding the library's file: oneDNN (53 MB) is loaded by the first convolution
 that runs, or by ``python -m ember info``. Where the file is missing (no wheel for the platform) the plugin gives
@@ -7,7 +8,10 @@ own. Either way the hook ``ember_status`` tells ``python -m ember info`` why.
 """
 from __future__ import annotations
 
+import numpy as np
+
 import ember
+from ember.backends import cpu_threads
 
 from . import _library
 
@@ -33,6 +37,32 @@ def convolutions():
         except (_library.Unavailable, OSError, AttributeError, RuntimeError) as exc:
             _state["kernels"], _state["reason"] = None, str(exc)
     return _state["kernels"]
+
+
+def gemm():
+    """oneDNN's float32 matrix product (:class:`~ember_onednn._gemm.Gemm`, made on first use), or None when oneDNN
+    cannot be used."""
+    if "gemm" not in _state:
+        try:
+            lib, _ = _library.load()
+            from . import _gemm
+
+            _state["gemm"] = _gemm.Gemm(lib)
+            cpu_threads.single_thread_blas()  # one spinning pool, oneDNN's, for every large float32 product
+        except (_library.Unavailable, OSError, AttributeError) as exc:
+            _state["gemm"] = None
+            _state.setdefault("reason", str(exc))
+    return _state["gemm"]
+
+
+def gemm_float32(a, b, out) -> None:
+    """ember's CPU kernel ``gemm_float32`` (see ``ember.hookspecs.ember_cpu_kernels``): ``out = a @ b`` on oneDNN,
+    or NumPy's matmul where oneDNN cannot be loaded."""
+    kernel = gemm()
+    if kernel is None:
+        np.matmul(a, b, out=out)
+    else:
+        kernel(a, b, out)
 
 
 def _builtin() -> dict:
@@ -75,7 +105,8 @@ def status() -> str:
 
     pool = ("OMP_NUM_THREADS" if os.environ.get("OMP_NUM_THREADS", "").strip()
             else f"{ember.get_num_threads()}, as ember.get_num_threads()")
-    return f"in use: {_state['description']}; float32 convolutions and their gradients; OpenMP threads: {pool}"
+    return (f"in use: {_state['description']}; float32 convolutions, their gradients and matrix products; OpenMP "
+            f"threads: {pool}")
 
 
 @ember.hookimpl
@@ -89,6 +120,19 @@ def ember_op_kernels(backend):
     except _library.Unavailable:
         return {}
     return {op: ember.Claim(kernel, priority=1) for op, kernel in KERNELS.items()}
+
+
+@ember.hookimpl
+def ember_cpu_kernels():
+    """``gemm_float32``: every large float32 matrix product of ember's CPU backend, on oneDNN's OpenMP pool with
+    its convolutions; nothing where oneDNN's library file is not installed."""
+    if _state.get("gemm", True) is None:
+        return {}
+    try:
+        _library.library_path()
+    except _library.Unavailable:
+        return {}
+    return {"gemm_float32": gemm_float32}
 
 
 @ember.hookimpl

@@ -23,7 +23,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["set_num_threads", "get_num_threads", "parallel_for", "MIN_ITEMS", "WAIT_S"]
+__all__ = ["set_num_threads", "get_num_threads", "single_thread_blas", "parallel_for", "MIN_ITEMS", "WAIT_S"]
 
 #: the least number of array elements worth splitting (measured: a ReLU of 2**20 float32 took 0.89x the one-thread
 #: time at 2 threads, of 2**18 2.1x: waking a sleeping thread costs ~50 us on this machine)
@@ -36,6 +36,7 @@ _lock = threading.Lock()
 _count: int | None = None
 _pool: ThreadPoolExecutor | None = None
 _inside = threading.local()
+_blas_single = False  # single_thread_blas() was called: NumPy's BLAS keeps one thread
 
 
 def _default_count(environ=os.environ) -> int:
@@ -84,11 +85,28 @@ def set_num_threads(n: int) -> None:
 
     global _count, _pool
     with _lock:
-        threadpoolctl.threadpool_limits(limits=n, user_api="blas")
+        threadpoolctl.threadpool_limits(limits=1 if _blas_single else n, user_api="blas")
         _count = n
         old, _pool = _pool, None
     if old is not None:
         old.shutdown(wait=False)
+
+
+def single_thread_blas() -> None:
+    """Keep NumPy's BLAS at one thread from now on; ember's count (:func:`get_num_threads`) stays as it was.
+
+    A plugin that takes ember's float32 matrix products onto its own thread pool calls this (ember-onednn's GEMM):
+    OpenBLAS's threads spin for about 0.1 s after each product they share, so with two pools both spinning each
+    took cores from the other (an LSTM step at two threads: 1.3x PyTorch's time with OpenBLAS alone, 2.0-2.2x with
+    both pools). What still runs on NumPy's BLAS (float64, small products) then runs on the calling thread.
+    """
+    import threadpoolctl
+
+    global _blas_single
+    get_num_threads()  # ember's count is read from the BLAS's before it is limited
+    with _lock:
+        _blas_single = True
+        threadpoolctl.threadpool_limits(limits=1, user_api="blas")
 
 
 def _forget_pool() -> None:

@@ -2,8 +2,11 @@
 
 NumPy's module-level wrappers (``np.sum``, ``np.broadcast_to``,
 ``np.reshape``, ...) cost several microseconds of Python on small arrays;
-the array methods they end up in cost a fraction of that. Every name not
-defined here is NumPy's own.
+the array methods they end up in cost a fraction of that. ``matmul`` hands
+large float32 matrix products to a plugin's GEMM when one is installed
+(kernel ``gemm_float32`` of the hook ``ember_cpu_kernels``: ember-onednn's
+runs them on the OpenMP pool of its convolutions). Every name not defined
+here is NumPy's own.
 
 >>> from ember.backends.numpy_namespace import xp
 >>> xp.broadcast_to(xp.ones(1), (2, 3)).shape
@@ -16,9 +19,12 @@ import types
 
 import numpy as np
 
+from .._plugins import cpu_kernel
+
 __all__ = ["xp"]
 
 _add_reduce = np.add.reduce
+_FLOAT32 = np.dtype(np.float32)
 
 
 class _Namespace(types.ModuleType):
@@ -95,7 +101,35 @@ def _ones(shape, *, dtype=None, device=None):
     return _full(shape, 1, dtype=dtype if dtype is not None else np.float64)
 
 
+def _blas_operand(x):
+    """``x`` (2-D) as a BLAS reads a matrix: unit stride along one dimension, a leading dimension no smaller than
+    the other's extent (a copy otherwise: negative, zero or other strides)."""
+    rows, cols = x.strides
+    item = x.itemsize
+    if (cols == item and rows >= builtins.max(x.shape[1], 1) * item and rows % item == 0) or (
+            rows == item and cols >= builtins.max(x.shape[0], 1) * item and cols % item == 0):
+        return x
+    return np.ascontiguousarray(x)
+
+
+def _matmul(a, b, /, *, out=None):
+    """NumPy's matmul; a 2-D float32 product of :data:`~ember._plugins.CPU_KERNEL_MIN` or more multiply-adds goes
+    to the plugin kernel ``gemm_float32`` when one is installed (its rounding is its BLAS's, as NumPy's is
+    OpenBLAS's)."""
+    if a.ndim == 2 and b.ndim == 2 and a.dtype == _FLOAT32 and b.dtype == _FLOAT32:
+        (m, k), n = a.shape, b.shape[1]
+        kernel = cpu_kernel("gemm_float32", m * n * k) if k == b.shape[0] else None
+        if kernel is not None and (out is None or (out.shape == (m, n) and out.dtype == _FLOAT32
+                                                   and out.flags.c_contiguous and not np.may_share_memory(out, a)
+                                                   and not np.may_share_memory(out, b))):
+            if out is None:
+                out = np.empty((m, n), _FLOAT32)
+            kernel(_blas_operand(a), _blas_operand(b), out)
+            return out
+    return np.matmul(a, b, out=out)
+
+
 for _name, _fn in (("full", _full), ("ones", _ones), ("sum", _sum), ("mean", _mean), ("broadcast_to", _broadcast_to),
                    ("reshape", _reshape), ("permute_dims", _permute_dims), ("astype", _astype), ("max", _max),
-                   ("min", _min)):
+                   ("min", _min), ("matmul", _matmul)):
     setattr(xp, _name, _fn)
