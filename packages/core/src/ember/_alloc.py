@@ -121,6 +121,8 @@ def out_of_memory(device, n, shape, dtype, cause: str) -> OutOfMemoryError:
 #: how many user frames an event keeps
 FRAMES = 4
 _OWN, _own = _oom.OWN, _oom.own
+#: the classmethods that run an op (``Op.apply`` and its one- and two-input paths, ``Function.apply``)
+_APPLY = frozenset(("apply", "apply1", "apply2"))
 
 
 def origin() -> tuple:
@@ -141,8 +143,8 @@ def origin() -> tuple:
             if not frames:
                 if op is None:
                     name = code.co_name
-                    if name == "apply":
-                        cls = f.f_locals.get("cls")  # Op.apply and Function.apply are classmethods
+                    if name in _APPLY:
+                        cls = f.f_locals.get("cls")  # Op.apply(1, 2) and Function.apply are classmethods
                         op = getattr(cls, "name_", None) or getattr(cls, "__name__", None)
                     elif name == "apply_backward":  # a backward graph node (Node.apply_backward)
                         op = getattr(f.f_locals.get("self"), "backward_name", None)

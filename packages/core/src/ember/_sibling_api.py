@@ -42,7 +42,8 @@ share with nn's (each documented where it is defined):
 - ``queue_callback(fn)``: run ``fn()`` when the backward in progress has finished (PyTorch's
   ``Variable._execution_engine.queue_callback``), for ember-parallel's DistributedDataParallel;
 - for ember-onnx: ``TRACE``, the context variable holding the op trace in progress
-  (``Op.apply`` hands each call to it), ``onnx_lowerings()``, the plugins' lowerings
+  (``Op.apply`` hands each call to it; ``start_trace(trace)`` sets it, ``end_trace(token)`` resets it),
+  ``onnx_lowerings()``, the plugins' lowerings
   (cached until the registered plugins change), ``numpy_dtype(dtype)``, the NumPy dtype of
   an ember dtype, and the pooling window geometry core's pooling ops use
   (``pool_windows``, ``pooled_size``, ``Windows``, ``AdaptiveWindows``), so that an
@@ -60,7 +61,7 @@ from ._plugins import cpu_kernel, onnx_lowerings
 from ._tensor import Tensor
 from .amp.autocast_mode import autocast_casts
 from .autograd.engine import queue_callback
-from .autograd.function import TRACE, Op
+from .autograd.function import TRACE, Op, end_trace, start_trace
 from .ops._common import cast_scalar, promote, wrap_dim
 from .ops._pool_windows import AdaptiveWindows, Windows, pool_windows, pooled_size
 from .ops.conversion import _parse_to
@@ -78,7 +79,8 @@ __all__ = [
     # plugins' compiled CPU loops (hook ember_cpu_kernels), e.g. nn's fused optimizer updates
     "cpu_kernel",
     # for ember-onnx: the op trace, dtypes, pooling windows
-    "TRACE", "onnx_lowerings", "numpy_dtype", "pool_windows", "pooled_size", "Windows", "AdaptiveWindows",
+    "TRACE", "start_trace", "end_trace", "onnx_lowerings", "numpy_dtype",
+    "pool_windows", "pooled_size", "Windows", "AdaptiveWindows",
 ]
 
 

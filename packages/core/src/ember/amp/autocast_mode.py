@@ -22,7 +22,7 @@ import threading
 
 from .. import _dtype as dt
 from .._tensor import Tensor
-from ..autograd.grad_mode import AUTOCAST_THREADS, STATE
+from ..autograd.grad_mode import AUTOCAST_THREADS, STATE, detour
 from .lists import BANNED, DEFAULT_DTYPE, FP32, LOWER, OP_LISTS, PROMOTE, SUPPORTED_DTYPES
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "is_autocast_available", "autocast_inputs",
@@ -111,6 +111,7 @@ class _Caster:
         if was != now:
             with _COUNT_LOCK:
                 AUTOCAST_THREADS[0] += 1 if now else -1
+                detour(1 if now else -1)
 
     def casts(self, op_name: str, t: Tensor) -> bool:
         """Whether an op named ``op_name`` with ``t`` among its inputs has them cast by the region in force."""

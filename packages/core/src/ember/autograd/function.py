@@ -40,8 +40,8 @@ from .._tensor import Tensor
 from ..backends.backend import on_device
 from ..errors import DeviceMismatchError, UnsupportedOpError
 from . import anomaly
-from .grad_mode import AUTOCAST_THREADS, STATE, no_grad
-from .node import FREED_MSG, Node, _seq, _version_error
+from .grad_mode import AUTOCAST_THREADS, DETOURS, STATE, detour, no_grad
+from .node import FREED_MSG, Node, _new_object, _seq, _version_error
 
 __all__ = ["Op", "Function", "FunctionCtx"]
 
@@ -53,6 +53,22 @@ OPS: dict[str, Any] = {}
 #: ctx through its ``new_ctx``. A context variable, so that an export records only the ops of its own thread.
 TRACE: ContextVar = ContextVar("ember_onnx_trace", default=None)
 _active_trace = TRACE.get
+
+
+def start_trace(trace):
+    """Make ``trace`` this thread's export trace (``Op.apply`` hands it each call); the token for :func:`end_trace`."""
+    token = TRACE.set(trace)
+    detour(1)
+    return token
+
+
+def end_trace(token) -> None:
+    """End the export trace that :func:`start_trace` started."""
+    TRACE.reset(token)
+    detour(-1)
+
+
+_make = Tensor._make
 
 
 @_plugins.on_registry_change
@@ -126,6 +142,20 @@ def _refresh_view(t):
     if t._view_of is not None and base._requires_grad:
         fresh = replay_view(base, t._view_of)
         t.grad_fn, t._requires_grad, t._output_nr = fresh.grad_fn, True, 0
+
+
+def _attach(ctx, res, device):
+    """Make the recorded ``ctx`` the ``grad_fn`` of its one output ``res`` (keeping the output if it asks)."""
+    if anomaly.ENABLED:
+        anomaly.record_forward(ctx)
+    res._requires_grad = True
+    res.grad_fn = ctx
+    if ctx.saves_output:
+        # the array, not the tensor: no reference cycle through grad_fn
+        ctx._out = ((res._data, res._dtype, res._vc, 0),)
+        ctx._out_device = device
+        ctx._hold_memory((res,))
+    return res
 
 
 def replay_view(t, view_of):
@@ -212,6 +242,89 @@ class Op(Node):
         kernel = _plugins.op_kernels(backend.name).get(cls.name_, cls.forward)
         cls._kernels[backend.name] = kernel
         return kernel
+
+    @classmethod
+    def apply1(cls, a):
+        """``apply(a)`` for one tensor and no attributes, on a path without the general case's checks.
+
+        Hot ops call it (``sum()``, ``relu``, ...); anything unusual (a view whose base changed since, float16,
+        an autocast region or export trace somewhere, a backend with a device guard, an error) goes the
+        general way, through :meth:`apply`.
+        """
+        device = a._device
+        backend = device._backend
+        if (DETOURS[0] or backend is None or backend.device_guard is not None or not cls._plain
+                or a._base is not None and a._vc[0] != a._vv
+                or a._dtype.is_reduced_float and cls.upcasts_reduced_floats):
+            return cls.apply(a)
+        ctx = _new_object(cls)
+        x = a._data
+        try:
+            out = (cls._kernels.get(backend.name) or cls._resolve_kernel(backend))(ctx, backend.xp, x)
+        except (AttributeError, ValueError, MemoryError):
+            return cls.apply(a)  # again, for the general path's error
+        res = _make(out, device, a._dtype if out.dtype is x.dtype else None)
+        if not a._requires_grad or not STATE.enabled or not res._dtype.is_floating_point:
+            return res
+        fn = a.grad_fn
+        ctx._next = ((fn, a._output_nr) if fn is not None else (a, 0),)
+        ctx.needs_input_grad = _NEED_1
+        ctx.seq = next(_seq)
+        if cls.saves_inputs:
+            ctx._saved = (a,)
+            ctx._saved_versions = (a._vc[0],)
+        if cls.wants_shapes:
+            ctx.in_shapes = (x.shape,)
+        return _attach(ctx, res, device)
+
+    @classmethod
+    def apply2(cls, a, b):
+        """``apply(a, b)`` for two tensors of one dtype, or a tensor and a Python number, and no attributes, on a
+        path without the general case's checks (see :meth:`apply1`); the arithmetic operators call it."""
+        device = a._device
+        backend = device._backend
+        if isinstance(b, Tensor):
+            if b._device is not device or b._base is not None and b._vc[0] != b._vv:
+                return cls.apply(a, b)
+            y = b._data
+            rb = b._requires_grad
+        else:
+            y = b
+            rb = False
+        if (DETOURS[0] or backend is None or backend.device_guard is not None or not cls._plain
+                or a._base is not None and a._vc[0] != a._vv
+                or a._dtype.is_reduced_float and cls.upcasts_reduced_floats):
+            return cls.apply(a, b)
+        ctx = _new_object(cls)
+        x = a._data
+        try:
+            out = (cls._kernels.get(backend.name) or cls._resolve_kernel(backend))(ctx, backend.xp, x, y)
+        except (AttributeError, ValueError, MemoryError):
+            return cls.apply(a, b)  # again, for the general path's error
+        res = _make(out, device, a._dtype if out.dtype is x.dtype else None)
+        ra = a._requires_grad
+        if not (ra or rb) or not STATE.enabled or not res._dtype.is_floating_point:
+            return res
+        fn = a.grad_fn
+        e1 = (fn, a._output_nr) if fn is not None else (a, 0) if ra else _NO_EDGE
+        if y is b:
+            ctx._next = (e1, _NO_EDGE)
+            ctx.needs_input_grad = _NEED_1_0
+            versions = (a._vc[0], None)
+            shapes = (x.shape, None)
+        else:
+            fn = b.grad_fn
+            ctx._next = (e1, (fn, b._output_nr) if fn is not None else (b, 0) if rb else _NO_EDGE)
+            ctx.needs_input_grad = (ra, rb)
+            versions = (a._vc[0], b._vc[0])
+            shapes = (x.shape, y.shape)
+        ctx.seq = next(_seq)
+        if cls.saves_inputs:
+            ctx._saved = (a, b)
+            ctx._saved_versions = versions
+        if cls.wants_shapes:
+            ctx.in_shapes = shapes
+        return _attach(ctx, res, device)
 
     @classmethod
     def apply(cls, *inputs, **attrs):
@@ -337,9 +450,9 @@ class Op(Node):
                 ctx.in_shapes = (first._data.shape, second._data.shape if isinstance(second, Tensor) else None)
             else:
                 ctx.in_shapes = tuple(t._data.shape if isinstance(t, Tensor) else None for t in inputs)
-        if anomaly.ENABLED:
-            anomaly.record_forward(ctx)
         if cls.multi_output:
+            if anomaly.ENABLED:
+                anomaly.record_forward(ctx)
             outs = tuple(Tensor._make(o, device) for o in out)
             ctx._out_meta = tuple((o.shape, o.dtype, o.device) for o in outs)
             for i, o in enumerate(outs):
@@ -352,14 +465,7 @@ class Op(Node):
                 ctx._out_device = device
                 ctx._hold_memory(outs)
             return outs
-        res._requires_grad = True
-        res.grad_fn = ctx
-        if cls.saves_output:
-            # the array, not the tensor: no reference cycle through grad_fn
-            ctx._out = ((res._data, res._dtype, res._vc, 0),)
-            ctx._out_device = device
-            ctx._hold_memory((res,))
-        return res
+        return _attach(ctx, res, device)
 
     @property
     def saved_output(self):

@@ -30,6 +30,17 @@ STATE = _State()
 #: read, ~50 ns) only while this is non-zero (a list item read, ~10 ns)
 AUTOCAST_THREADS = [0]
 
+#: how many autocast regions (threads) and ONNX export traces are on: while non-zero, ``Op.apply2`` hands each
+#: call to the general ``Op.apply``, which casts or records it (changed through :func:`detour`)
+DETOURS = [0]
+_DETOURS_LOCK = threading.Lock()
+
+
+def detour(delta: int) -> None:
+    """Count an autocast region or export trace starting (``+1``) or ending (``-1``) in some thread."""
+    with _DETOURS_LOCK:
+        DETOURS[0] += delta
+
 
 def is_grad_enabled() -> bool:
     """Whether ops on tensors that require grad record a backward graph in this thread."""

@@ -72,7 +72,7 @@ def sigmoid(input):
     >>> ember.sigmoid(ember.tensor([0.0])).tolist()
     [0.5]
     """
-    return Sigmoid.apply(float_input(input))
+    return Sigmoid.apply1(float_input(input))
 
 
 class Logit(Op):
@@ -157,7 +157,7 @@ def relu(input):
     """
     if input._dtype is dt.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
-    return Relu.apply(input)
+    return Relu.apply1(input)
 
 
 @tensor_method()
@@ -212,7 +212,7 @@ def gelu(input, approximate="none"):
     if not input._dtype.is_floating_point:
         raise not_implemented_for("gelu", input._dtype)
     if approximate == "none":
-        return Gelu.apply(input)
+        return Gelu.apply1(input)
     return Gelu.apply(input, approximate=approximate)
 
 
@@ -242,7 +242,7 @@ def silu(input):
     """
     if not input._dtype.is_floating_point:
         raise not_implemented_for("silu", input._dtype)
-    return Silu.apply(input)
+    return Silu.apply1(input)
 
 
 class Softplus(Op):
@@ -392,7 +392,7 @@ def mish(input):
     tensor([ 0., 50.])
     """
     float_only("mish", input, "mish_cpu")
-    return Mish.apply(input)
+    return Mish.apply1(input)
 
 
 class LogSigmoid(Op):
@@ -418,7 +418,7 @@ def logsigmoid(input):
     tensor([-200.0000,   -0.6931])
     """
     float_only("log_sigmoid", input, "log_sigmoid_cpu")
-    return LogSigmoid.apply(input)
+    return LogSigmoid.apply1(input)
 
 
 def softsign(input):

@@ -266,11 +266,11 @@ class FmodScalar(Fmod):
 def add(input, other, *, alpha=1):
     """``input + alpha * other``, broadcasting, with PyTorch's type promotion."""
     if alpha == 1 and other.__class__ is Tensor and input.__class__ is Tensor and input._dtype is other._dtype:
-        return Add.apply(input, other)  # the common case, without promotion
+        return Add.apply2(input, other)  # the common case, without promotion
     a, b = promote(input, other)
     if alpha != 1:
         return Add.apply(a, b, alpha=_checked_alpha(alpha, a, b))
-    return Add.apply(a, b)
+    return Add.apply2(a, b) if isinstance(a, Tensor) else Add.apply(a, b)
 
 
 def _checked_alpha(alpha, a, b):
@@ -312,9 +312,9 @@ def rsub(input, other, *, alpha=1):
 def mul(input, other):
     """Elementwise product, broadcasting."""
     if other.__class__ is Tensor and input.__class__ is Tensor and input._dtype is other._dtype:
-        return Mul.apply(input, other)  # the common case, without promotion
+        return Mul.apply2(input, other)  # the common case, without promotion
     a, b = promote(input, other)
-    return Mul.apply(a, b)
+    return Mul.apply2(a, b) if isinstance(a, Tensor) else Mul.apply(a, b)
 
 
 multiply = mul
@@ -406,7 +406,7 @@ def neg(input):
     if input._dtype is dt.bool_:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
-    return Neg.apply(input)
+    return Neg.apply1(input)
 
 
 negative = neg

@@ -80,7 +80,7 @@ def _float_unary(name, cls_name, forward, grad, saves, doc, example, aliases=())
     def fn(input):
         if input.__class__ is not Tensor:
             _check_tensor(name, input)
-        return op.apply(input if input._dtype.is_floating_point else input.to(dt.get_default_dtype()))
+        return op.apply1(input if input._dtype.is_floating_point else input.to(dt.get_default_dtype()))
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"{doc}; integers compute in the default float dtype.\n\n>>> import ember\n{example}\n"

@@ -98,7 +98,7 @@ class MeanDim(Mean):
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - PyTorch's name
     """Sum of elements over ``dim`` (all by default); bools and ints sum to int64."""
     if dim is None and not keepdim and dtype is None and input._dtype.is_floating_point:
-        return Sum.apply(input)  # the common case, kept short
+        return Sum.apply1(input)  # the common case, kept short
     dims = norm_dims(dim, input._data.ndim)
     if dtype is None and not input._dtype.is_floating_point:
         dtype = dt.int64

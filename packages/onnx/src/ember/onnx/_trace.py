@@ -53,11 +53,11 @@ class Trace:
         if core.TRACE.get() is not None:
             raise RuntimeError("ember.onnx: an export trace is already running (exports cannot nest)")
         # only in this thread's context; it also turns off in-place arithmetic's fast path, which no op records
-        self._token = core.TRACE.set(self)
+        self._token = core.start_trace(self)
         return self
 
     def __exit__(self, *exc):
-        core.TRACE.reset(self._token)
+        core.end_trace(self._token)
 
     def new_ctx(self, cls):
         """The ctx of an op call made while the trace runs one (``Op.apply`` asks); the first is the call's own."""
