@@ -188,15 +188,21 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             edge = (t.grad_fn, t._output_nr) if t.grad_fn is not None else (id(t), 0)
             capture.setdefault(edge, []).append(i)
         needed = _needed_nodes(roots, {n for n, _ in capture})
-    buffers: dict = {}
-    heap: list = []
-    for (target, nr), g in zip(roots, grad_tensors):
-        key = _key(target)
-        buf = buffers.get(key)
-        if buf is None:
-            buf = buffers[key] = [None] * _n_outputs(target)
-            _push(heap, target)
-        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    if len(roots) == 1 and not isinstance(roots[0][0], Tensor):  # one node to start from: the common case
+        target, nr = roots[0]
+        buf = [None] * _n_outputs(target)
+        buf[nr] = grad_tensors[0]
+        buffers: dict = {target: buf}
+        heap: list = [(-target.seq, id(target), target)]
+    else:
+        buffers, heap = {}, []
+        for (target, nr), g in zip(roots, grad_tensors):
+            key = _key(target)
+            buf = buffers.get(key)
+            if buf is None:
+                buf = buffers[key] = [None] * _n_outputs(target)
+                _push(heap, target)
+            buf[nr] = g if buf[nr] is None else buf[nr] + g
     results = [None] * len(inputs) if inputs is not None else None
     deps = _accumulation_deps(roots) if capture is None and Tensor._post_acc_hooks_in_use else None
 
@@ -273,7 +279,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 _delivered(node, deps, buffers, heap)
             grad_inputs = g = None  # the buffers alone hold the gradients now (see node.accumulate)
         STATE.enabled = prev_enabled
-        _run_callbacks(callbacks)
+        if callbacks:
+            _run_callbacks(callbacks)
     finally:
         STATE.enabled, _CALLBACKS.queue, _CALLBACKS.capturing = prev_enabled, outer_callbacks, outer_capturing
     if inputs is not None:

@@ -68,7 +68,7 @@ def end_trace(token) -> None:
     detour(-1)
 
 
-_make = Tensor._make
+_make, _make_view = Tensor._make, Tensor._make_view
 
 
 @_plugins.on_registry_change
@@ -207,6 +207,8 @@ class Op(Node):
     _kernels: dict = {}
     #: set per class: the output is one plain result (not a view, not on another device, not several)
     _plain: bool
+    #: set per class: one output (a view or not) on the input's device
+    _lean: bool
     #: set per call on ops that keep their output for backward: the device of the kept arrays
     _out_device: object
 
@@ -216,6 +218,7 @@ class Op(Node):
             cls.backward_name = f"{cls.__name__}Backward0"
         cls._kernels = {}
         cls._plain = not (cls.moves_device or cls.is_view or cls.multi_output)
+        cls._lean = not (cls.moves_device or cls.multi_output)  # what apply1 serves: one output, here
         if cls.moves_device or cls.is_view:
             cls.upcasts_reduced_floats = False
         if abstract:
@@ -244,26 +247,31 @@ class Op(Node):
         return kernel
 
     @classmethod
-    def apply1(cls, a):
-        """``apply(a)`` for one tensor and no attributes, on a path without the general case's checks.
+    def apply1(cls, a, **attrs):
+        """``apply(a, **attrs)`` for one tensor, on a path without the general case's checks.
 
-        Hot ops call it (``sum()``, ``relu``, ...); anything unusual (a view whose base changed since, float16,
-        an autocast region or export trace somewhere, a backend with a device guard, an error) goes the
-        general way, through :meth:`apply`.
+        Hot ops and backward rules call it (``sum()``, ``relu``, ``expand`` ...); anything unusual (a view whose
+        base changed since, float16, an autocast region or export trace somewhere, a backend with a device guard,
+        an op with several outputs or one on another device, an error) goes the general way, through
+        :meth:`apply`.
         """
         device = a._device
         backend = device._backend
-        if (DETOURS[0] or backend is None or backend.device_guard is not None or not cls._plain
+        if (DETOURS[0] or backend is None or backend.device_guard is not None or not cls._lean
                 or a._base is not None and a._vc[0] != a._vv
                 or a._dtype.is_reduced_float and cls.upcasts_reduced_floats):
-            return cls.apply(a)
+            return cls.apply(a, **attrs)
         ctx = _new_object(cls)
         x = a._data
+        kernel = cls._kernels.get(backend.name) or cls._resolve_kernel(backend)
         try:
-            out = (cls._kernels.get(backend.name) or cls._resolve_kernel(backend))(ctx, backend.xp, x)
+            out = kernel(ctx, backend.xp, x, **attrs) if attrs else kernel(ctx, backend.xp, x)
         except (AttributeError, ValueError, MemoryError):
-            return cls.apply(a)  # again, for the general path's error
-        res = _make(out, device, a._dtype if out.dtype is x.dtype else None)
+            return cls.apply(a, **attrs)  # again, for the general path's error
+        if cls.is_view:
+            res = _make_view(a, out, (cls, attrs))
+        else:
+            res = _make(out, device, a._dtype if out.dtype is x.dtype else None)
         if not a._requires_grad or not STATE.enabled or not res._dtype.is_floating_point:
             return res
         fn = a.grad_fn
@@ -278,14 +286,14 @@ class Op(Node):
         return _attach(ctx, res, device)
 
     @classmethod
-    def apply2(cls, a, b):
-        """``apply(a, b)`` for two tensors of one dtype, or a tensor and a Python number, and no attributes, on a
-        path without the general case's checks (see :meth:`apply1`); the arithmetic operators call it."""
+    def apply2(cls, a, b, **attrs):
+        """``apply(a, b, **attrs)`` for two tensors of one dtype, or a tensor and a Python number, on a path
+        without the general case's checks (see :meth:`apply1`); the arithmetic operators call it."""
         device = a._device
         backend = device._backend
         if isinstance(b, Tensor):
             if b._device is not device or b._base is not None and b._vc[0] != b._vv:
-                return cls.apply(a, b)
+                return cls.apply(a, b, **attrs)
             y = b._data
             rb = b._requires_grad
         else:
@@ -294,13 +302,14 @@ class Op(Node):
         if (DETOURS[0] or backend is None or backend.device_guard is not None or not cls._plain
                 or a._base is not None and a._vc[0] != a._vv
                 or a._dtype.is_reduced_float and cls.upcasts_reduced_floats):
-            return cls.apply(a, b)
+            return cls.apply(a, b, **attrs)
         ctx = _new_object(cls)
         x = a._data
+        kernel = cls._kernels.get(backend.name) or cls._resolve_kernel(backend)
         try:
-            out = (cls._kernels.get(backend.name) or cls._resolve_kernel(backend))(ctx, backend.xp, x, y)
+            out = kernel(ctx, backend.xp, x, y, **attrs) if attrs else kernel(ctx, backend.xp, x, y)
         except (AttributeError, ValueError, MemoryError):
-            return cls.apply(a, b)  # again, for the general path's error
+            return cls.apply(a, b, **attrs)  # again, for the general path's error
         res = _make(out, device, a._dtype if out.dtype is x.dtype else None)
         ra = a._requires_grad
         if not (ra or rb) or not STATE.enabled or not res._dtype.is_floating_point:

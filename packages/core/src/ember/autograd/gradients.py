@@ -77,10 +77,13 @@ def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False,
             and self._dtype.is_floating_point and self._requires_grad:  # the common case, kept short
         device = self._device
         data = self._data
-        with on_device(device):
-            g = Tensor._make((device._backend or device.backend).xp.ones(data.shape, dtype=data.dtype), device,
-                             self._dtype)
-        engine.run_backward((self,), (g,), bool(retain_graph), False)
+        backend = device._backend or device.backend
+        if backend.device_guard is None:
+            seed = backend.xp.full(data.shape, 1, dtype=data.dtype)
+        else:
+            with on_device(device):
+                seed = backend.xp.full(data.shape, 1, dtype=data.dtype)
+        engine.run_backward((self,), (Tensor._make(seed, device, self._dtype),), bool(retain_graph), False)
         return
     backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 

@@ -85,9 +85,9 @@ class Mul(Op):
         need = ctx.needs_input_grad
         scale = ctx.scale
         if a is b:  # x * x: one product 2*g*x instead of two and their sum
-            return Mul.apply(g, a, scale=2 * scale), None
-        ga = sum_to(g * b if scale == 1 else Mul.apply(g, b, scale=scale), a.shape) if need[0] else None
-        gb = sum_to(g * a if scale == 1 else Mul.apply(g, a, scale=scale), b.shape) if need[1] else None
+            return Mul.apply2(g, a, scale=2 * scale), None
+        ga = sum_to(Mul.apply2(g, b, scale=scale), a.shape) if need[0] else None
+        gb = sum_to(Mul.apply2(g, a, scale=scale), b.shape) if need[1] else None
         return ga, gb
 
 
@@ -295,7 +295,7 @@ def sub(input, other, *, alpha=1):
     op = Sub if isinstance(a, Tensor) else RsubScalar  # number - tensor has PyTorch's other name
     if alpha != 1:
         return op.apply(a, b, alpha=_checked_alpha(alpha, a, b))
-    return op.apply(a, b)
+    return Sub.apply2(a, b) if op is Sub else op.apply(a, b)
 
 
 subtract = sub
@@ -330,7 +330,7 @@ def div(input, other, *, rounding_mode=None):
             f = dt.get_default_dtype()
             a = a.to(f) if isinstance(a, Tensor) else float(a)
             b = b.to(f) if isinstance(b, Tensor) else float(b)
-        return Div.apply(a, b)
+        return Div.apply2(a, b) if isinstance(a, Tensor) else Div.apply(a, b)
     if rounding_mode == "floor":
         return floor_divide(input, other)
     if rounding_mode == "trunc":
