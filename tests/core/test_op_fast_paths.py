@@ -100,10 +100,10 @@ def test_apply1_records_what_apply_records(cls, requires_grad):
 @pytest.mark.parametrize("requires_grad", [True, False])
 def test_attributes_and_views_go_through_the_short_paths_as_through_apply(requires_grad):
     a, b = _leaf((3, 1), requires_grad, seed=1), _leaf((3, 4), requires_grad, seed=2)
-    fast, slow = Mul.apply2(a, b, scale=3.0), Mul.apply(a, b, scale=3.0)
+    fast, slow = Mul.apply2(a, b, {"scale": 3.0}), Mul.apply(a, b, scale=3.0)
     np.testing.assert_array_equal(fast.detach().numpy(), (a.detach().numpy() * b.detach().numpy()) * 3)
     assert _record(fast) == _record(slow)
-    view, general = Expand.apply1(a, shape=(2, 3, 4)), Expand.apply(a, shape=(2, 3, 4))
+    view, general = Expand.apply1(a, {"shape": (2, 3, 4)}), Expand.apply(a, shape=(2, 3, 4))
     assert view.shape == (2, 3, 4) and view._base is a and view._view_of == general._view_of
     assert _record(view) == _record(general) and view.grad_fn is not None if requires_grad else view.grad_fn is None
     if requires_grad:

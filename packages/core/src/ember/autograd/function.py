@@ -247,8 +247,9 @@ class Op(Node):
         return kernel
 
     @classmethod
-    def apply1(cls, a, **attrs):
-        """``apply(a, **attrs)`` for one tensor, on a path without the general case's checks.
+    def apply1(cls, a, attrs=None):
+        """``apply(a, **attrs)`` for one tensor, on a path without the general case's checks (``attrs`` a dict,
+        not keywords: a call without them then makes no empty dict).
 
         Hot ops and backward rules call it (``sum()``, ``relu``, ``expand`` ...); anything unusual (a view whose
         base changed since, float16, an autocast region or export trace somewhere, a backend with a device guard,
@@ -260,16 +261,16 @@ class Op(Node):
         if (DETOURS[0] or backend is None or backend.device_guard is not None or not cls._lean
                 or a._base is not None and a._vc[0] != a._vv
                 or a._dtype.is_reduced_float and cls.upcasts_reduced_floats):
-            return cls.apply(a, **attrs)
+            return cls.apply(a, **(attrs or {}))
         ctx = _new_object(cls)
         x = a._data
         kernel = cls._kernels.get(backend.name) or cls._resolve_kernel(backend)
         try:
             out = kernel(ctx, backend.xp, x, **attrs) if attrs else kernel(ctx, backend.xp, x)
         except (AttributeError, ValueError, MemoryError):
-            return cls.apply(a, **attrs)  # again, for the general path's error
+            return cls.apply(a, **(attrs or {}))  # again, for the general path's error
         if cls.is_view:
-            res = _make_view(a, out, (cls, attrs))
+            res = _make_view(a, out, (cls, attrs or {}))
         else:
             res = _make(out, device, a._dtype if out.dtype is x.dtype else None)
         if not a._requires_grad or not STATE.enabled or not res._dtype.is_floating_point:
@@ -286,14 +287,14 @@ class Op(Node):
         return _attach(ctx, res, device)
 
     @classmethod
-    def apply2(cls, a, b, **attrs):
+    def apply2(cls, a, b, attrs=None):
         """``apply(a, b, **attrs)`` for two tensors of one dtype, or a tensor and a Python number, on a path
         without the general case's checks (see :meth:`apply1`); the arithmetic operators call it."""
         device = a._device
         backend = device._backend
         if isinstance(b, Tensor):
             if b._device is not device or b._base is not None and b._vc[0] != b._vv:
-                return cls.apply(a, b, **attrs)
+                return cls.apply(a, b, **(attrs or {}))
             y = b._data
             rb = b._requires_grad
         else:
@@ -302,14 +303,14 @@ class Op(Node):
         if (DETOURS[0] or backend is None or backend.device_guard is not None or not cls._plain
                 or a._base is not None and a._vc[0] != a._vv
                 or a._dtype.is_reduced_float and cls.upcasts_reduced_floats):
-            return cls.apply(a, b, **attrs)
+            return cls.apply(a, b, **(attrs or {}))
         ctx = _new_object(cls)
         x = a._data
         kernel = cls._kernels.get(backend.name) or cls._resolve_kernel(backend)
         try:
             out = kernel(ctx, backend.xp, x, y, **attrs) if attrs else kernel(ctx, backend.xp, x, y)
         except (AttributeError, ValueError, MemoryError):
-            return cls.apply(a, b, **attrs)  # again, for the general path's error
+            return cls.apply(a, b, **(attrs or {}))  # again, for the general path's error
         res = _make(out, device, a._dtype if out.dtype is x.dtype else None)
         ra = a._requires_grad
         if not (ra or rb) or not STATE.enabled or not res._dtype.is_floating_point:

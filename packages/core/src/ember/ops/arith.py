@@ -85,9 +85,9 @@ class Mul(Op):
         need = ctx.needs_input_grad
         scale = ctx.scale
         if a is b:  # x * x: one product 2*g*x instead of two and their sum
-            return Mul.apply2(g, a, scale=2 * scale), None
-        ga = sum_to(Mul.apply2(g, b, scale=scale), a.shape) if need[0] else None
-        gb = sum_to(Mul.apply2(g, a, scale=scale), b.shape) if need[1] else None
+            return Mul.apply2(g, a, {"scale": 2 * scale}), None
+        ga = sum_to(Mul.apply2(g, b, {"scale": scale}), a.shape) if need[0] else None
+        gb = sum_to(Mul.apply2(g, a, {"scale": scale}), b.shape) if need[1] else None
         return ga, gb
 
 

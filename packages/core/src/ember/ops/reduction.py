@@ -63,7 +63,7 @@ class Sum(Op):
     @staticmethod
     def backward(ctx, g):
         if ctx.dims is None and not ctx.keepdim:
-            return Expand.apply1(g, shape=ctx.shape)
+            return Expand.apply1(g, {"shape": ctx.shape})
         return expand_back(g, ctx.shape, ctx.dims, ctx.keepdim)
 
 
