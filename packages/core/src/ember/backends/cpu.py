@@ -19,7 +19,7 @@ import numpy as np
 from .. import _dtype as dt
 from .._device import forget_backends
 from .._plugins import hookimpl
-from . import cpu_kernels, cpu_reduced, reduced_casts
+from . import cpu_kernels, cpu_malloc, cpu_reduced, reduced_casts
 from .backend import Backend
 from .numpy_namespace import xp
 
@@ -101,6 +101,7 @@ class CPUBackend(Backend):
 
 
 BACKEND = CPUBackend()
+cpu_malloc.tune()  # a step's freed arrays stay with the process for the next step (see cpu_malloc)
 
 
 def set_device_count(n: int) -> None:
@@ -123,3 +124,9 @@ def ember_op_kernels(backend):
     if backend.name != "cpu":
         return {}
     return cpu_kernels.kernels()
+
+
+@hookimpl
+def ember_status():
+    """What the CPU backend did to glibc's malloc (:mod:`ember.backends.cpu_malloc`)."""
+    return {"CPU memory allocator": cpu_malloc.describe}
