@@ -19,6 +19,12 @@ NumPy, PyTorch, then the reverse order, and so on — ``--repeat`` times; each t
 enough calls to last ``--min-time`` seconds, and the table gives the median of those times.
 Before each time the timer pauses ``EMBER_BENCH_SETTLE`` seconds (0.2) and makes one untimed call, so that
 the previous library's spinning BLAS threads do not share the CPUs with the one being timed.
+
+Each library runs each workload in a process of its own (this script with ``--worker``), which times a sample
+whenever this process asks, so the turns alternate as before while no library sees another's effects on the
+process: importing PyTorch alone took ember's LSTM step from 6.85 to 5.39 ms (glibc malloc's thresholds
+grow with the blocks torch's import frees), and ember's own malloc settings (``ember.backends.cpu_malloc``)
+would apply to PyTorch. ``--same-process`` times all libraries in this process instead (the method before).
 """
 from __future__ import annotations
 
@@ -30,7 +36,9 @@ import importlib.util
 import json
 import os
 import platform
+import select
 import statistics
+import subprocess
 import sys
 import time
 
@@ -56,15 +64,25 @@ def limit_threads(n: int) -> None:
     os.execv(sys.executable, [sys.executable, *sys.argv])
 
 
-def load_libs(use_torch: bool) -> dict:
-    """``{"ember": ember, "torch": torch}``, without torch when it is not wanted or does not import."""
+#: the longest this process waits for a worker's answer (its setup, or one sample), in seconds
+WORKER_WAIT_S = 900.0
+
+
+def load_lib(name: str):
+    """The ``ember`` module (with the submodules the workloads use) or the ``torch`` module."""
+    if name == "torch":
+        return importlib.import_module("torch")
     import ember
     for sub in ("ember.nn", "ember.nn.functional", "ember.optim"):
         importlib.import_module(sub)
-    libs = {"ember": ember}
+    return ember
+
+
+def load_libs(use_torch: bool) -> dict:
+    """``{"ember": ember, "torch": torch}``, without torch when it is not wanted or does not import."""
+    libs = {"ember": load_lib("ember")}
     if use_torch and importlib.util.find_spec("torch") is not None:
-        import torch
-        libs["torch"] = torch
+        libs["torch"] = load_lib("torch")
     return libs
 
 
@@ -181,6 +199,72 @@ def make_timer(repeat: int, warmup: int, min_time: float, clock=time.perf_counte
     return timer
 
 
+def worker(name: str, workload: str, clock: str, min_time: float, warmup: int, threads: int | None) -> int:
+    """``--worker``: set up library ``name``'s side of ``workload`` ("numpy": the version by hand), then time a
+    sample each time a line ``sample`` comes on stdin, answering with a JSON line ``{"seconds": per call}``
+    (after the same settling as :func:`make_timer`'s); ``{"ready": calls per sample}`` first."""
+    w = next(w for w in WORKLOADS if w.NAME == workload)
+    if name == "numpy":
+        fn = w.setup_numpy()
+    else:
+        lib = load_lib(name)
+        if threads and name == "torch":
+            lib.set_num_threads(threads)
+        fn = w.setup(lib)
+    for _ in range(warmup):
+        fn()
+    number = calls_for(fn, min_time)
+    print(json.dumps({"ready": number}), flush=True)
+    timing = time.process_time if clock == "cpu" else time.perf_counter
+    for line in sys.stdin:
+        if line.strip() != "sample":
+            break
+        gc.collect()
+        if SETTLE:
+            time.sleep(SETTLE)
+            fn()
+        print(json.dumps({"seconds": per_call(fn, number, timing)}), flush=True)
+    return 0
+
+
+def _answer(process, name: str) -> dict:
+    """The next JSON line of worker ``name``, within :data:`WORKER_WAIT_S` (an error naming it otherwise)."""
+    ready, _, _ = select.select([process.stdout], [], [], WORKER_WAIT_S)
+    line = process.stdout.readline() if ready else None
+    if not line:
+        process.kill()
+        why = "gave no answer" if line is None else f"ended with exit status {process.wait(timeout=10)}"
+        raise RuntimeError(f"benchmark worker {name} {why} (its traceback, if any, is above on stderr)")
+    return json.loads(line)
+
+
+def isolated_samples(workload: str, names: list, repeat: int, args) -> dict:
+    """``{library: [seconds per call, ...]}``: each library's side of ``workload`` in a worker process of its own,
+    sampled in alternating turns as :func:`make_timer` does."""
+    command = [sys.executable, os.path.abspath(__file__), "--clock", args.clock, "--min-time", str(args.min_time),
+               *(["--threads", str(args.threads)] if args.threads else []), "--worker-warmup", str(args.warmup)]
+    processes = {name: subprocess.Popen([*command, "--worker", name, workload], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True) for name in names}
+    try:
+        for name, process in processes.items():
+            _answer(process, name)
+        samples: dict = {name: [] for name in names}
+        for r in range(repeat):
+            for name in (names if r % 2 == 0 else names[::-1]):
+                processes[name].stdin.write("sample\n")
+                processes[name].stdin.flush()
+                samples[name].append(_answer(processes[name], name)["seconds"])
+        return samples
+    finally:
+        for process in processes.values():
+            if process.stdin:
+                process.stdin.close()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
 def profile_text(fn, top: int, min_time: float = 1.0) -> str:
     """cProfile of ``fn`` run for about ``min_time`` seconds (at least 3 calls): its ``top`` functions by own time."""
     import cProfile
@@ -211,16 +295,23 @@ def setting_of(threads: int | None, clock: str) -> str:
     return f"{threads or 'default'} threads, {clock} clock"
 
 
-def run_workload(w, libs: dict, timer, with_details: bool, profile: int = 0, setting: str = "") -> dict:
-    """Time one workload in every library; its figures, ratios, target and verdict."""
-    fns = {name: w.setup(lib) for name, lib in libs.items()}
-    if getattr(w, "setup_numpy", None):
-        fns["numpy"] = w.setup_numpy()
-    fns = {k: fns[k] for k in ("ember", "numpy", "torch") if k in fns}
-    samples = {}
-    seconds = timer(fns, samples)
-    profiled = profile_text(fns["ember"], profile) if profile else None
-    del fns  # free the models before the details, which measure memory
+def run_workload(w, libs: dict, timer, with_details: bool, profile: int = 0, setting: str = "",
+                 isolated=None) -> dict:
+    """Time one workload in every library; its figures, ratios, target and verdict.
+
+    ``isolated(names)``, when given, times the libraries in worker processes (:func:`isolated_samples`);
+    otherwise ``timer`` times them in this process.
+    """
+    names = [k for k in ("ember", "numpy", "torch") if k in libs or (k == "numpy" and getattr(w, "setup_numpy", None))]
+    samples: dict = {}
+    if isolated is not None:
+        samples = isolated(names)
+        seconds = {name: statistics.median(s) for name, s in samples.items()}
+    else:
+        fns = {name: w.setup_numpy() if name == "numpy" else w.setup(libs[name]) for name in names}
+        seconds = timer(fns, samples)
+        del fns  # free the models before the details, which measure memory
+    profiled = profile_text(w.setup(libs["ember"]), profile) if profile else None
     gc.collect()
     ember_s, numpy_s, torch_s = seconds["ember"], seconds.get("numpy"), seconds.get("torch")
     paired = paired_ratio(samples["ember"], samples["torch"]) if "torch" in samples else None
@@ -299,15 +390,24 @@ def main(argv=None) -> int:
     parser.add_argument("--suite", action="store_true",
                         help="run once at 1 thread on the CPU clock and once at 2 threads on the wall clock, and "
                              "print both ratios with their targets")
+    parser.add_argument("--same-process", action="store_true",
+                        help="time every library in this process (by default each runs in a process of its own)")
+    parser.add_argument("--worker", nargs=2, metavar=("LIBRARY", "WORKLOAD"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker-warmup", type=int, default=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.suite:
         return run_suite(args)
     if args.threads:
         limit_threads(args.threads)
+    if args.worker:
+        if args.worker[1] not in {w.NAME for w in WORKLOADS}:
+            parser.error(f"no workload named {args.worker[1]!r}; there are {', '.join(w.NAME for w in WORKLOADS)}")
+        return worker(*args.worker, args.clock, args.min_time or 0.1, args.worker_warmup, args.threads)
     repeat = args.repeat or (3 if args.quick else 15)
-    min_time = args.min_time or (0.02 if args.quick else 0.1)
+    args.min_time = min_time = args.min_time or (0.02 if args.quick else 0.1)
+    args.warmup = 1 if args.quick else 3
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
-    timer = make_timer(repeat, warmup=1 if args.quick else 3, min_time=min_time, clock=clock)
+    timer = make_timer(repeat, warmup=args.warmup, min_time=min_time, clock=clock)
     setting = setting_of(args.threads, args.clock)
 
     libs = load_libs(not args.no_torch)
@@ -321,17 +421,20 @@ def main(argv=None) -> int:
     results = []
     for w in chosen:
         print(f"running {w.NAME} ...", file=sys.stderr, flush=True)
-        results.append(run_workload(w, libs, timer, not args.no_details, args.profile, setting))
+        isolated = None if args.same_process else (
+            lambda names, w=w: isolated_samples(w.NAME, names, repeat, args))
+        results.append(run_workload(w, libs, timer, not args.no_details, args.profile, setting, isolated))
     print_table(results)
     verdicts = [r["passed"] for r in results] + [d["passed"] for r in results for d in r["details"]]
     print(f"\n{verdicts.count(True)} targets met, {verdicts.count(False)} missed, {verdicts.count(None)} not judged "
-          f"(PyTorch {'missing' if 'torch' not in libs else 'present'}); {setting}; medians of {repeat} samples")
+          f"(PyTorch {'missing' if 'torch' not in libs else 'present'}); {setting}; medians of {repeat} samples; "
+          f"{'all libraries in one process' if args.same_process else 'each library in a process of its own'}")
     for line in openblas_warning(env):
         print(line)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"environment": env, "setting": setting, "repeat": repeat, "min_time_s": min_time,
-                       "results": results}, f, indent=2)
+                       "same_process": args.same_process, "results": results}, f, indent=2)
     return 0
 
 
