@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.recurrent import LSTM, _steps, _wrap
+from ..numpy_namespace import xp as _xp
 
 __all__ = ["KERNELS"]
 
@@ -152,7 +153,7 @@ def lstm_backward(ctx, g_out, g_hn, g_cn):
     d_x = np.empty((length, batch, 4 * hidden), dtype=d.dtype)
     np.copyto(_gate_major(d_x, hidden), d)
     needs = ctx.needs_input_grad
-    dw = np.matmul(_flat(d_x).T, _flat(ctx.h_prev)) if needs[1] else None
+    dw = _xp.matmul(_flat(d_x).T, _flat(ctx.h_prev)) if needs[1] else None  # a plugin's GEMM, if any
     dw_r = np.matmul(_flat(d_proj).T, _flat(unprojected)) if needs[4] else None
     return _wrap((d_x, dw, dh, dc, dw_r), needs, ctx._out_device)
 
