@@ -59,7 +59,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """
     reduction = get_reduction(reduction, size_average, reduce)
     input, target = _pair("mse_loss", input, target)
-    return MseLoss.apply(input, target, reduction=reduction)
+    return MseLoss.apply2(input, target, {"reduction": reduction})
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
