@@ -61,6 +61,9 @@ def test_what_tune_did_is_what_info_prints(monkeypatch):
     monkeypatch.setattr(cpu_malloc, "_state", cpu_malloc._state)  # restored after the test
     assert cpu_malloc.tune({"EMBER_MALLOC_TUNING": "0"}) == cpu_malloc.describe() == "not tuned: EMBER_MALLOC_TUNING=0"
     assert cpu_malloc.tune({"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1"}).startswith("not tuned: the environment")
+    assert cpu_malloc.tune({"EMBER_MALLOC_TUNING": "Off"}) == "not tuned: EMBER_MALLOC_TUNING=Off"
+    with pytest.warns(RuntimeWarning, match=r"EMBER_MALLOC_TUNING='maybe' is not understood \(expected 1, true"):
+        assert cpu_malloc.tune({"EMBER_MALLOC_TUNING": "maybe"}).startswith("not tuned: EMBER_MALLOC_TUNING='maybe'")
     monkeypatch.setattr(cpu_malloc, "_glibc", lambda: None)
     assert cpu_malloc.tune({}) == "not tuned: the C library is not glibc"
 

@@ -22,7 +22,7 @@ import threading
 
 from .. import _dtype as dt
 from .._tensor import Tensor
-from ..autograd.grad_mode import AUTOCAST_THREADS, STATE, detour
+from ..autograd.grad_mode import STATE, detour
 from .lists import BANNED, DEFAULT_DTYPE, FP32, LOWER, OP_LISTS, PROMOTE, SUPPORTED_DTYPES
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "is_autocast_available", "autocast_inputs",
@@ -109,9 +109,7 @@ class _Caster:
         was, now = STATE.autocast is not None, bool(self.active)
         STATE.autocast = self if now else None
         if was != now:
-            with _COUNT_LOCK:
-                AUTOCAST_THREADS[0] += 1 if now else -1
-                detour(1 if now else -1)
+            detour(1 if now else -1)
 
     def casts(self, op_name: str, t: Tensor) -> bool:
         """Whether an op named ``op_name`` with ``t`` among its inputs has them cast by the region in force."""
@@ -126,7 +124,6 @@ def _eligible(t, device_type: str) -> bool:
 
 
 _THREAD = threading.local()
-_COUNT_LOCK = threading.Lock()
 
 
 def _caster() -> _Caster:

@@ -40,7 +40,7 @@ from .._tensor import Tensor
 from ..backends.backend import on_device
 from ..errors import DeviceMismatchError, UnsupportedOpError
 from . import anomaly
-from .grad_mode import AUTOCAST_THREADS, DETOURS, STATE, detour, no_grad
+from .grad_mode import DETOURS, STATE, detour, no_grad
 from .node import FREED_MSG, Node, _new_object, _seq, _version_error
 
 __all__ = ["Op", "Function", "FunctionCtx"]
@@ -142,6 +142,16 @@ def _refresh_view(t):
     if t._view_of is not None and base._requires_grad:
         fresh = replay_view(base, t._view_of)
         t.grad_fn, t._requires_grad, t._output_nr = fresh.grad_fn, True, 0
+
+
+def _record(ctx, inputs, versions, shapes) -> None:
+    """Number the node ``ctx`` and keep what its backward asks for: the inputs and their versions, their shapes."""
+    ctx.seq = next(_seq)
+    if ctx.saves_inputs:
+        ctx._saved = inputs
+        ctx._saved_versions = versions
+    if ctx.wants_shapes:
+        ctx.in_shapes = shapes
 
 
 def _attach(ctx, res, device):
@@ -278,12 +288,7 @@ class Op(Node):
         fn = a.grad_fn
         ctx._next = ((fn, a._output_nr) if fn is not None else (a, 0),)
         ctx.needs_input_grad = _NEED_1
-        ctx.seq = next(_seq)
-        if cls.saves_inputs:
-            ctx._saved = (a,)
-            ctx._saved_versions = (a._vc[0],)
-        if cls.wants_shapes:
-            ctx.in_shapes = (x.shape,)
+        _record(ctx, (a,), (a._vc[0],), (x.shape,))
         return _attach(ctx, res, device)
 
     @classmethod
@@ -328,18 +333,13 @@ class Op(Node):
             ctx.needs_input_grad = (ra, rb)
             versions = (a._vc[0], b._vc[0])
             shapes = (x.shape, y.shape)
-        ctx.seq = next(_seq)
-        if cls.saves_inputs:
-            ctx._saved = (a, b)
-            ctx._saved_versions = versions
-        if cls.wants_shapes:
-            ctx.in_shapes = shapes
+        _record(ctx, (a, b), versions, shapes)
         return _attach(ctx, res, device)
 
     @classmethod
     def apply(cls, *inputs, **attrs):
         """Run the op on tensors (and Python scalars) and record it for backward if needed."""
-        if AUTOCAST_THREADS[0]:  # some thread has an ember.autocast region on: cast the inputs if this one does
+        if DETOURS[0]:  # some thread has an ember.autocast region on (or a trace runs): cast if this one does
             caster = STATE.autocast
             if caster is not None:
                 inputs = caster.cast(cls, inputs, attrs)
@@ -451,15 +451,13 @@ class Op(Node):
                 versions = (first._vc[0], None)
         else:
             ctx._next, ctx.needs_input_grad, versions = _edges(inputs)
-        ctx.seq = next(_seq)
-        if cls.saves_inputs:
-            ctx._saved = inputs
-            ctx._saved_versions = versions
+        shapes = None
         if cls.wants_shapes:
             if like is not None and n == 2:
-                ctx.in_shapes = (first._data.shape, second._data.shape if isinstance(second, Tensor) else None)
+                shapes = (first._data.shape, second._data.shape if isinstance(second, Tensor) else None)
             else:
-                ctx.in_shapes = tuple(t._data.shape if isinstance(t, Tensor) else None for t in inputs)
+                shapes = tuple(t._data.shape if isinstance(t, Tensor) else None for t in inputs)
+        _record(ctx, inputs, versions, shapes)
         if cls.multi_output:
             if anomaly.ENABLED:
                 anomaly.record_forward(ctx)

@@ -26,12 +26,10 @@ class _State(threading.local):
 
 STATE = _State()
 
-#: how many threads have an ``ember.autocast`` region on: ``Op.apply`` reads ``STATE.autocast`` (a thread-local
-#: read, ~50 ns) only while this is non-zero (a list item read, ~10 ns)
-AUTOCAST_THREADS = [0]
-
-#: how many autocast regions (threads) and ONNX export traces are on: while non-zero, ``Op.apply2`` hands each
-#: call to the general ``Op.apply``, which casts or records it (changed through :func:`detour`)
+#: how many threads have an ``ember.autocast`` region on, plus how many ONNX export traces run (changed through
+#: :func:`detour`). While it is zero (a list item read, ~10 ns) ``Op.apply`` skips reading ``STATE.autocast`` (a
+#: thread-local read, ~50 ns) and ``Op.apply1``/``apply2`` take their short path; otherwise those hand each call
+#: to ``Op.apply``, which casts or records it.
 DETOURS = [0]
 _DETOURS_LOCK = threading.Lock()
 

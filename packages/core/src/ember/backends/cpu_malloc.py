@@ -13,8 +13,9 @@ workload of ``benchmarks/run.py`` alone in a fresh process: the LSTM step 6.41 -
 62.9 ms, the MLP step 5.14 -> 4.81 ms; resnet18 inference and the tiny step unchanged. The price is resident
 memory: what a step freed stays with the process (as in PyTorch's caching GPU allocator).
 
-It leaves malloc alone where ``EMBER_MALLOC_TUNING=0`` is set, where the environment already sets glibc's malloc
-(``MALLOC_*_`` variables or ``GLIBC_TUNABLES``), and under any C library but glibc. ``python -m ember info``
+It leaves malloc alone where ``EMBER_MALLOC_TUNING=0`` (or ``false``, ``off``, ``no``; a value it does not know
+warns and leaves it alone too) is set, where the environment already sets glibc's malloc (``MALLOC_*_``
+variables or ``GLIBC_TUNABLES``), and under any C library but glibc. ``python -m ember info``
 prints which (:func:`describe`).
 
 >>> from ember.backends import cpu_malloc
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import warnings
 
 __all__ = ["tune", "describe", "MMAP_THRESHOLD", "TRIM_THRESHOLD"]
 
@@ -36,6 +38,9 @@ TRIM_THRESHOLD = 1 << 30
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 #: the environment variables through which a user sets glibc's malloc; ember then leaves it alone
 _USER_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
+
+#: the values of ``EMBER_MALLOC_TUNING`` (any case) that turn the tuning off, and on (unset is on)
+_OFF, _ON = ("0", "false", "off", "no"), ("", "1", "true", "on", "yes")
 
 _state = "not tuned: the CPU backend has not loaded"
 
@@ -53,8 +58,13 @@ def tune(environ=os.environ) -> str:
     """Set glibc's malloc thresholds (see the module docstring) unless told or set otherwise; what it did."""
     global _state
     glibc = _glibc()
-    if environ.get("EMBER_MALLOC_TUNING", "").strip() == "0":
-        _state = "not tuned: EMBER_MALLOC_TUNING=0"
+    setting = environ.get("EMBER_MALLOC_TUNING", "").strip()
+    if setting.lower() in _OFF:
+        _state = f"not tuned: EMBER_MALLOC_TUNING={setting}"
+    elif setting.lower() not in _ON:
+        _state = (f"not tuned: EMBER_MALLOC_TUNING={setting!r} is not understood (expected 1, true, on or yes to tune, "
+                  f"0, false, off or no to leave malloc alone)")
+        warnings.warn(f"ember: {_state}", RuntimeWarning, stacklevel=2)
     elif any(name in environ for name in _USER_SETTINGS) or "glibc.malloc" in environ.get("GLIBC_TUNABLES", ""):
         _state = "not tuned: the environment sets glibc's malloc (MALLOC_*_ or GLIBC_TUNABLES)"
     elif glibc is None:

@@ -86,8 +86,9 @@ class Mul(Op):
         scale = ctx.scale
         if a is b:  # x * x: one product 2*g*x instead of two and their sum
             return Mul.apply2(g, a, {"scale": 2 * scale}), None
-        ga = sum_to(Mul.apply2(g, b, {"scale": scale}), a.shape) if need[0] else None
-        gb = sum_to(Mul.apply2(g, a, {"scale": scale}), b.shape) if need[1] else None
+        attrs = None if scale == 1 else {"scale": scale}
+        ga = sum_to(Mul.apply2(g, b, attrs), a.shape) if need[0] else None
+        gb = sum_to(Mul.apply2(g, a, attrs), b.shape) if need[1] else None
         return ga, gb
 
 
