@@ -175,6 +175,16 @@ def calls_for(fn, min_time: float) -> int:
     return max(1, round(min_time / (elapsed / n)))
 
 
+def settled_sample(fn, number: int, clock) -> float:
+    """Seconds per call of ``fn`` over ``number`` calls, after a collection, a pause of :data:`SETTLE` seconds (the
+    last library's BLAS threads stop spinning) and one untimed call."""
+    gc.collect()
+    if SETTLE:
+        time.sleep(SETTLE)
+        fn()
+    return per_call(fn, number, clock)
+
+
 def make_timer(repeat: int, warmup: int, min_time: float, clock=time.perf_counter):
     """``timer(fns)``: warm each function up, then time them in alternating order; median seconds per call each.
 
@@ -190,19 +200,15 @@ def make_timer(repeat: int, warmup: int, min_time: float, clock=time.perf_counte
         order = list(fns)
         for r in range(repeat):
             for name in (order if r % 2 == 0 else order[::-1]):
-                gc.collect()
-                if SETTLE:
-                    time.sleep(SETTLE)  # the last library's BLAS threads stop spinning
-                    fns[name]()
-                samples[name].append(per_call(fns[name], numbers[name], clock))
+                samples[name].append(settled_sample(fns[name], numbers[name], clock))
         return {name: statistics.median(s) for name, s in samples.items()}
     return timer
 
 
 def worker(name: str, workload: str, clock: str, min_time: float, warmup: int, threads: int | None) -> int:
     """``--worker``: set up library ``name``'s side of ``workload`` ("numpy": the version by hand), then time a
-    sample each time a line ``sample`` comes on stdin, answering with a JSON line ``{"seconds": per call}``
-    (after the same settling as :func:`make_timer`'s); ``{"ready": calls per sample}`` first."""
+    sample (:func:`settled_sample`) each time a line ``sample`` comes on stdin, answering with a JSON line
+    ``{"seconds": per call}``; ``{"ready": calls per sample}`` first."""
     w = next(w for w in WORKLOADS if w.NAME == workload)
     if name == "numpy":
         fn = w.setup_numpy()
@@ -219,11 +225,7 @@ def worker(name: str, workload: str, clock: str, min_time: float, warmup: int, t
     for line in sys.stdin:
         if line.strip() != "sample":
             break
-        gc.collect()
-        if SETTLE:
-            time.sleep(SETTLE)
-            fn()
-        print(json.dumps({"seconds": per_call(fn, number, timing)}), flush=True)
+        print(json.dumps({"seconds": settled_sample(fn, number, timing)}), flush=True)
     return 0
 
 
