@@ -3,8 +3,10 @@
 An :class:`Op` is one differentiable operation, defined in one place: its
 forward on backend arrays (``xp`` is the array-API namespace), its backward
 (the vector-Jacobian product) written with ember tensor ops so that
-``create_graph=True`` gives correct higher derivatives, and its name for
-kernels and ONNX. Calling ``Op.apply`` runs the forward and, when gradients
+``create_graph=True`` gives correct higher derivatives, optionally the same
+backward on the arrays (``backward_arrays``, for the usual first-order
+``backward()``, which needs no graph of its own), and its name for kernels and
+ONNX. Calling ``Op.apply`` runs the forward and, when gradients
 are needed, records the op instance itself as the output's ``grad_fn``.
 
 Every op class names itself with the class attribute ``name_``, unique among
@@ -214,6 +216,11 @@ class Op(Node):
     #: on float16/bfloat16 inputs, run forward in float32 and round its floating results back (the backend's
     #: ``run_reduced_float``); always False for views and device moves; an op exact in any dtype may set False
     upcasts_reduced_floats = True
+    #: optional, for a one-output op: ``backward_arrays(ctx, xp, g)``, the backward on the backend's arrays
+    #: (``g`` an array; an array or a tuple of arrays or ``None``, one per input, each a new array). When no graph
+    #: of the backward is being built (``create_graph`` false) and ``g`` is float32 or float64, the engine calls
+    #: it instead of ``backward`` and skips the bookkeeping a tensor op does for a double backward.
+    backward_arrays: Any = None
     _kernels: dict = {}
     #: set per class: the output is one plain result (not a view, not on another device, not several)
     _plain: bool
@@ -513,8 +520,27 @@ class Op(Node):
         # a freed node fails only when its backward reads what it saved (as in PyTorch)
         if self._out_meta is not None:
             grads = [g if g is not None else _zeros(meta) for g, meta in zip(grads, self._out_meta)]
+        elif self.backward_arrays is not None and not STATE.enabled and not grads[0]._dtype.is_reduced_float:
+            return _backward_on_arrays(self, grads[0])
         res = self.backward(self, *grads)
         return res if isinstance(res, tuple) else (res,)
+
+
+def _backward_on_arrays(ctx, g) -> tuple:
+    """``ctx.backward_arrays`` run on ``g``'s array, its results made tensors on ``g``'s device."""
+    device = g._device
+    backend = device._backend or device.backend
+    try:
+        if backend.device_guard is None:
+            res = ctx.backward_arrays(ctx, backend.xp, g._data)
+        else:
+            with backend.device_guard(device):
+                res = ctx.backward_arrays(ctx, backend.xp, g._data)
+    except MemoryError as exc:
+        raise _alloc.from_memory_error(exc, device) from exc
+    if type(res) is not tuple:
+        return (_make(res, device),)
+    return tuple(None if r is None else _make(r, device) for r in res)
 
 
 def _qualified(cls) -> str:

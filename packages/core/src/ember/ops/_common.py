@@ -66,13 +66,18 @@ def promote(a, b):
     return (t, s) if ta else (s, t)
 
 
-def sum_to(g, shape):
-    """Sum ``g`` down to ``shape`` (undo broadcasting), with tensor ops so it is differentiable."""
+def sum_to(g, shape, xp=None):
+    """Sum ``g`` down to ``shape`` (undo broadcasting): a tensor with tensor ops, so it is differentiable, or
+    with ``xp`` given, an array of that namespace (for ``Op.backward_arrays``)."""
     gshape = g.shape
     if tuple(gshape) == tuple(shape):
         return g
     lead = len(gshape) - len(shape)
     dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gshape[i + lead] != 1)
+    if xp is not None:
+        if dims:
+            g = xp.sum(g, axis=dims, keepdims=True)
+        return xp.reshape(g, shape) if lead else g
     if dims:
         g = g.sum(dim=dims, keepdim=True)
     if lead:

@@ -20,9 +20,8 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..autograd.function import Op
-from ..autograd.grad_mode import STATE
 from ..backends import cpu_threads
-from ._common import Tensor, tensor_method
+from ._common import tensor_method
 from .activation_piecewise import (  # noqa: F401
     hardshrink,
     hardsigmoid,
@@ -61,6 +60,11 @@ class Sigmoid(Op):
     @staticmethod
     def backward(ctx, g):
         out = ctx.saved_output
+        return g * out * (1 - out)
+
+    @staticmethod
+    def backward_arrays(ctx, xp, g):
+        out = ctx.saved_output._data
         return g * out * (1 - out)
 
 
@@ -124,19 +128,20 @@ class Relu(Op):
     @staticmethod
     def backward(ctx, g):
         out = ctx.saved_output  # >= 0 or NaN: the gradient passes where it is not 0 (NaN too, as in PyTorch)
-        if STATE.enabled:  # create_graph: ember ops, differentiable again
-            return g * (out != 0)
-        xp, ga, oa = g._device.backend.xp, g._data, out._data
-        if (ga.size >= cpu_threads.MIN_ITEMS and isinstance(ga, np.ndarray) and ga.dtype.kind == "f"
-                and ga.shape == oa.shape):
-            res = np.empty(ga.shape, ga.dtype)
-            flat_g, flat_o, flat_res = _flat(ga, oa, res)
+        return g * (out != 0)
+
+    @staticmethod
+    def backward_arrays(ctx, xp, g):
+        out = ctx.saved_output._data
+        if g.size >= cpu_threads.MIN_ITEMS and isinstance(g, np.ndarray) and g.shape == out.shape:
+            res = np.empty(g.shape, g.dtype)
+            flat_g, flat_o, flat_res = _flat(g, out, res)
 
             def part(i, j):
-                np.multiply(flat_g[i:j], flat_o[i:j] != 0, out=flat_res[i:j], dtype=ga.dtype)
-            cpu_threads.parallel_for(len(flat_g), part, ga.size)
-            return Tensor._make(res, g._device)
-        return Tensor._make(ga * xp.astype(oa != 0, ga.dtype), g._device)
+                np.multiply(flat_g[i:j], flat_o[i:j] != 0, out=flat_res[i:j], dtype=g.dtype)
+            cpu_threads.parallel_for(len(flat_g), part, g.size)
+            return res
+        return g * xp.astype(out != 0, g.dtype)
 
 
 def _flat(*arrays):

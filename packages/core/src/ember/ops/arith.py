@@ -91,6 +91,30 @@ class Mul(Op):
         gb = sum_to(Mul.apply2(g, a, attrs), b.shape) if need[1] else None
         return ga, gb
 
+    @staticmethod
+    def backward_arrays(ctx, xp, g):
+        a, b = ctx.saved_tensors
+        scale = ctx.scale
+        if a is b:
+            ga = xp.multiply(g, a._data)
+            ga *= 2 * scale
+            return ga, None
+        need = ctx.needs_input_grad
+        x = a._data if isinstance(a, Tensor) else a  # either may be a Python number
+        y = b._data if isinstance(b, Tensor) else b
+        ga = gb = None
+        if need[0]:
+            ga = xp.multiply(g, y)
+            if scale != 1:
+                ga *= scale
+            ga = sum_to(ga, x.shape, xp)
+        if need[1]:
+            gb = xp.multiply(g, x)
+            if scale != 1:
+                gb *= scale
+            gb = sum_to(gb, y.shape, xp)
+        return ga, gb
+
 
 class Div(Op):
     name_ = "div"

@@ -48,6 +48,14 @@ class MseLoss(Op):
         a, b = ctx.saved_tensors
         return _input_target_grads(ctx, (a - b) * (grad_scale(g, ctx.reduction, a.shape) * 2))
 
+    @staticmethod
+    def backward_arrays(ctx, xp, g):
+        a, b = ctx.saved_tensors
+        grad = a._data - b._data
+        grad *= grad_scale(g, ctx.reduction, a.shape) * 2
+        need = ctx.needs_input_grad
+        return (grad if need[0] else None), (-grad if need[1] else None)
+
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Mean squared error ``(input - target) ** 2``, reduced by ``reduction`` ('mean', 'sum' or 'none').

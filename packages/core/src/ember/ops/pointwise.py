@@ -69,9 +69,21 @@ def _unary_op(cls_name, name, forward, grad, saves):
     def backward(ctx, g):
         saved = ctx.saved_output if saves == "output" else ctx.saved_tensors[0] if saves == "input" else None
         return grad(g, saved)
-    return type(cls_name, (Op,), {"name_": name, "saves_inputs": saves == "input", "saves_output": saves == "output",
-                                  "forward": staticmethod(forward), "backward": staticmethod(backward),
-                                  "__module__": __name__})
+
+    def backward_arrays(ctx, xp, g):
+        saved = ctx.saved_output if saves == "output" else ctx.saved_tensors[0] if saves == "input" else None
+        return grad(g, None if saved is None else saved._data)
+    body = {"name_": name, "saves_inputs": saves == "input", "saves_output": saves == "output",
+            "forward": staticmethod(forward), "backward": staticmethod(backward), "__module__": __name__}
+    if name in _ARITHMETIC_GRADS:
+        body["backward_arrays"] = staticmethod(backward_arrays)
+    return type(cls_name, (Op,), body)
+
+
+#: the functions whose backward formula below is arithmetic operators only, which the backend's arrays evaluate
+#: as tensors do: a first-order backward runs it on the arrays (see ``Op.backward_arrays``)
+_ARITHMETIC_GRADS = frozenset({"sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "tan",
+                               "atan", "tanh", "atanh", "reciprocal", "deg2rad", "rad2deg"})
 
 
 def _float_unary(name, cls_name, forward, grad, saves, doc, example, aliases=()):

@@ -3,8 +3,8 @@
 ``linear`` is one op: a single matrix product of the input (flattened to two
 dimensions when it has more) with the transposed weight, plus the bias added
 in place. Its backward is written with ember ops, so it has a double backward;
-when no graph is being built (the usual ``backward()``), it runs straight on
-the arrays instead.
+when no graph is being built (the usual ``backward()``), the engine runs its
+``backward_arrays`` straight on the arrays instead.
 
 >>> import ember
 >>> import ember.nn.functional as F
@@ -16,8 +16,8 @@ tensor([[3., 3., 3., 3.],
 """
 from __future__ import annotations
 
-from ember import Tensor, einsum, is_grad_enabled, matmul
-from ember._sibling_api import Op, array, array_namespace, autocast_casts, from_array
+from ember import Tensor, einsum, matmul
+from ember._sibling_api import Op, array, autocast_casts
 
 __all__ = ["linear", "bilinear"]
 
@@ -45,10 +45,6 @@ class LinearNoBias(Op):
     def backward(ctx, g):
         x, w = ctx.saved_tensors[:2]
         need = ctx.needs_input_grad
-        # first order: straight on the arrays, three BLAS/reduction calls (float16/bfloat16 through the ops, which
-        # compute them in float32)
-        if not is_grad_enabled() and not g.dtype.is_reduced_float:
-            return _backward_arrays(g, x, w, need)
         g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
         gx = matmul(g, w) if need[0] else None
         gw = matmul(g2.t(), x if x.ndim == 2 else x.reshape(-1, x.shape[-1])) if need[1] else None
@@ -56,18 +52,17 @@ class LinearNoBias(Op):
             return gx, gw
         return gx, gw, (g2.sum(0) if need[2] else None)
 
-
-def _backward_arrays(g, x, w, need):
-    """The gradients of input, weight (and bias) when they need no graph of their own: ``g @ w``,
-    ``g.T @ x`` and ``g.sum(0)`` on the backend's arrays, made tensors at the end."""
-    xp, device = array_namespace(g), g.device
-    ga = array(g)
-    g2 = _rows(xp, ga)
-    grads = [from_array(xp.matmul(ga, array(w)), device) if need[0] else None,
-             from_array(xp.matmul(g2.T, _rows(xp, array(x))), device) if need[1] else None]
-    if len(need) == 3:
-        grads.append(from_array(xp.sum(g2, axis=0), device) if need[2] else None)
-    return tuple(grads)
+    @staticmethod
+    def backward_arrays(ctx, xp, g):
+        # first order: three BLAS/reduction calls on the arrays
+        x, w = ctx.saved_tensors[:2]
+        need = ctx.needs_input_grad
+        g2 = _rows(xp, g)
+        gx = xp.matmul(g, array(w)) if need[0] else None
+        gw = xp.matmul(g2.T, _rows(xp, array(x))) if need[1] else None
+        if len(need) == 2:
+            return gx, gw
+        return gx, gw, (xp.sum(g2, axis=0) if need[2] else None)
 
 
 class Linear(LinearNoBias):
