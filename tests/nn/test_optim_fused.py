@@ -67,6 +67,25 @@ def test_flat_update_is_bit_identical(cls, options, mode, dtype, kernels):
             assert np.array_equal(sa[k], sb[k]), k
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("cls,options", CASES)
+def test_per_parameter_update_through_the_plugin_kernel_is_bit_identical(cls, options, dtype, monkeypatch):
+    """Without foreach/fused, a large contiguous parameter's update runs the plugin's compiled kernel as well:
+    bit for bit what NumPy's passes give."""
+    pytest.importorskip("ember_numba")
+    big = np.zeros(SHAPES[3], dtype)
+    assert _flat.kernel_for("sgd_update", big, big, None) is not None
+    assert _flat.kernel_for("sgd_update", big, big[::2].repeat(2), None) is not None
+    assert _flat.kernel_for("sgd_update", big, big.astype(np.float16), None) is None  # mixed dtypes: NumPy
+    compiled_params, compiled = _run(cls, options, dtype)
+    monkeypatch.setattr(_flat, "cpu_kernel", lambda name, n, min_size=None: None)
+    plain_params, plain = _run(cls, options, dtype)
+    for a, b in zip(plain_params, compiled_params):
+        assert np.array_equal(array(a), array(b))
+    for sa, sb in zip(_state_arrays(plain, plain_params), _state_arrays(compiled, compiled_params)):
+        assert all(np.array_equal(sa[k], sb[k]) for k in sa), sa.keys()
+
+
 def test_fused_state_lives_in_one_flat_buffer():
     params, opt = _run(ember.optim.Adam, dict(lr=0.01), np.float32, steps=1, fused=True)
     bases = [array(opt.state[p]["exp_avg"]).base for p in params]

@@ -14,7 +14,7 @@ import numpy as np
 
 from ember._sibling_api import array, cpu_kernel, from_array
 
-__all__ = ["FlatBatch", "check_fused", "flat_batches", "flat_kernel", "uses_flat"]
+__all__ = ["FlatBatch", "check_fused", "flat_batches", "flat_kernel", "kernel_for", "uses_flat"]
 
 #: flat arrays from this many elements go to a plugin's compiled update (hook ``ember_cpu_kernels``), if any
 KERNEL_MIN = 1 << 12
@@ -24,6 +24,18 @@ def flat_kernel(name: str, flat):
     """The plugin kernel ``name`` (e.g. ember-numba's ``"adam_update"``) for the flat array ``flat``, or None:
     the NumPy update then (small arrays, no plugin)."""
     return cpu_kernel(name, flat.size, KERNEL_MIN)
+
+
+def kernel_for(name: str, *arrays):
+    """The plugin kernel ``name`` for one parameter's ``arrays`` taken flat (``None`` entries aside), where they are
+    C-contiguous float32 or float64 NumPy arrays of one dtype and size, else None: a parameter's own update then
+    runs in one compiled pass too, as a flat batch's does."""
+    first = arrays[0]
+    for a in arrays:
+        if a is not None and (type(a) is not np.ndarray or a.dtype != first.dtype or a.size != first.size
+                              or not a.flags.c_contiguous):
+            return None
+    return flat_kernel(name, first) if first.dtype in (np.float32, np.float64) else None
 
 
 def uses_flat(group: dict) -> bool:

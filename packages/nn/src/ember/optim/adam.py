@@ -8,7 +8,7 @@ import numpy as np
 import ember
 from ember._sibling_api import array, array_namespace, mark_modified
 
-from ._flat import check_fused, flat_batches, flat_kernel, uses_flat
+from ._flat import check_fused, flat_batches, flat_kernel, kernel_for, uses_flat
 from .optimizer import (
     Optimizer,
     advance_step,
@@ -105,9 +105,14 @@ class Adam(Optimizer):
                     xp = array_namespace(p)
                     v_max = state["max_exp_avg_sq"] if amsgrad else None
                     scales = (1 - beta1, beta2, lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t), eps)
-                    for piece in pieces(p_array, g, array(state["exp_avg"]), array(state["exp_avg_sq"]),
-                                        None if v_max is None else array(v_max)):
-                        self._update(xp, *piece, *scales)
+                    arrays = (p_array, g, array(state["exp_avg"]), array(state["exp_avg_sq"]),
+                              None if v_max is None else array(v_max))
+                    kernel = kernel_for("adam_update", *arrays)
+                    if kernel is not None:
+                        _run_kernel(kernel, *(None if a is None else a.reshape(-1) for a in arrays), scales)
+                    else:
+                        for piece in pieces(*arrays):
+                            self._update(xp, *piece, *scales)
                     mark_modified(p, state["exp_avg"], state["exp_avg_sq"], *([v_max] if amsgrad else []))
         return loss
 
@@ -127,9 +132,7 @@ class Adam(Optimizer):
         m, v, v_max = batch.buffers["exp_avg"], batch.buffers["exp_avg_sq"], batch.buffers.get("max_exp_avg_sq")
         kernel = flat_kernel("adam_update", p_flat)
         if kernel is not None:
-            f = p_flat.dtype.type
-            kernel(p_flat, g, m, v, v if v_max is None else v_max, v_max is not None, f(scales[0]),
-                   f(1 - beta2), f(beta2), f(-scales[2]), f(scales[3]), f(eps))
+            _run_kernel(kernel, p_flat, g, m, v, v_max, scales)
         else:
             for piece in pieces(p_flat, g, m, v, v_max):
                 self._update(np, *piece, *scales)
@@ -155,3 +158,12 @@ class Adam(Optimizer):
         update = scratch("multiply", m, -step_size)
         update /= denom
         p += update
+
+
+def _run_kernel(kernel, p, g, m, v, v_max, scales) -> None:
+    """A plugin's compiled ``adam_update`` over flat arrays (``v_max`` None without amsgrad), its scalars in their
+    dtype, so that it rounds as :meth:`Adam._update` does; ``scales`` as that method takes them."""
+    keep_g, beta2, step_size, bias2_sqrt, eps = scales
+    f = p.dtype.type
+    kernel(p, g, m, v, v if v_max is None else v_max, v_max is not None, f(keep_g), f(1 - beta2), f(beta2),
+           f(-step_size), f(bias2_sqrt), f(eps))

@@ -6,7 +6,7 @@ import numpy as np
 import ember
 from ember._sibling_api import array, array_namespace, from_array, mark_modified
 
-from ._flat import check_fused, flat_batches, flat_kernel, uses_flat
+from ._flat import check_fused, flat_batches, flat_kernel, kernel_for, uses_flat
 from .optimizer import Optimizer, check_differentiable, check_options, grad_array, params_with_grad, pieces
 
 __all__ = ["SGD"]
@@ -77,8 +77,14 @@ class SGD(Optimizer):
                         else:
                             mark_modified(buf)
                         b = array(buf)
-                    for piece in pieces(array(p), g, b):
-                        self._update(xp, *piece, fresh, momentum, keep, nesterov, lr)
+                    p_array = array(p)
+                    kernel = None if fresh else kernel_for("sgd_update", p_array, g, b)
+                    if kernel is not None:
+                        _run_kernel(kernel, p_array.reshape(-1), g.reshape(-1), None if b is None else b.reshape(-1),
+                                    momentum, keep, nesterov, lr)
+                    else:
+                        for piece in pieces(p_array, g, b):
+                            self._update(xp, *piece, fresh, momentum, keep, nesterov, lr)
                     mark_modified(p)
         return loss
 
@@ -93,8 +99,7 @@ class SGD(Optimizer):
         b = batch.buffers.get("momentum_buffer")
         kernel = flat_kernel("sgd_update", p)
         if kernel is not None:
-            f = p.dtype.type
-            kernel(p, g, g if b is None else b, f(momentum), f(keep), f(lr), bool(nesterov), b is not None)
+            _run_kernel(kernel, p, g, b, momentum, keep, nesterov, lr)
         else:
             for piece in pieces(p, g, b):
                 self._update(np, *piece, False, momentum, keep, nesterov, lr)
@@ -115,3 +120,10 @@ class SGD(Optimizer):
             else:
                 g = b
         p -= scratch("multiply", g, lr)
+
+
+def _run_kernel(kernel, p, g, b, momentum, keep, nesterov, lr) -> None:
+    """A plugin's compiled ``sgd_update`` over flat arrays (``b`` None without momentum), its scalars in their
+    dtype, so that it rounds as :meth:`SGD._update` does."""
+    f = p.dtype.type
+    kernel(p, g, g if b is None else b, f(momentum), f(keep), f(lr), bool(nesterov), b is not None)

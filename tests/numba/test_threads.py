@@ -1,0 +1,29 @@
+"""ember-numba's parallel kernels run on ember's thread count (``ember.set_num_threads``), not on every core."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+
+numba = pytest.importorskip("numba")
+plugin = pytest.importorskip("ember_numba.plugin")
+
+
+@pytest.fixture
+def threads():
+    before = ember.get_num_threads()
+    yield
+    ember.set_num_threads(before)
+
+
+@pytest.mark.parametrize("count", [1, 2, 64])
+def test_a_kernel_call_gives_numba_ember_s_thread_count(threads, count):
+    ember.set_num_threads(count)
+    p, g, b = np.ones(8, np.float32), np.ones(8, np.float32), np.ones(8, np.float32)
+    f = np.float32
+    kernel = ember._plugins.cpu_kernels()["sgd_update"]
+    kernel(p, g, b, f(0.5), f(1), f(0.1), False, True)
+    assert numba.get_num_threads() == min(count, numba.config.NUMBA_NUM_THREADS)
+    np.testing.assert_array_equal(b, np.full(8, 1.5, np.float32))
+    np.testing.assert_array_equal(p, np.full(8, 1 - np.float32(1.5) * np.float32(0.1), np.float32))
