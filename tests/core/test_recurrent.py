@@ -28,11 +28,11 @@ def ref_rnn(x_proj, w_hh, h0, nonlinearity, reverse):
     return out, h
 
 
-def ref_lstm(x_proj, w_hh, h0, c0, w_hr, reverse):
+def ref_lstm(x, w_ih, b, w_hh, h0, c0, w_hr, reverse):
     out = np.zeros((L, N, h0.shape[1]))
     h, c = h0, c0
     for t in _order(reverse):
-        gates = x_proj[t] + h @ w_hh.T
+        gates = x[t] @ w_ih.T + (0 if b is None else b) + h @ w_hh.T
         i, f, g, o = np.split(gates, 4, axis=1)
         c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
         h = _sigmoid(o) * np.tanh(c)
@@ -76,18 +76,26 @@ def test_rnn_layer(device, nonlinearity, reverse):
 
 
 @pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("proj", [None, 1])
-def test_lstm_layer(device, proj, reverse):
-    out_size = proj or H
-    x_proj = rand64(L, N, 4 * H, device=device)
+def test_lstm_layer(device, proj, bias, reverse):
+    out_size, inp = proj or H, 3
+    x = rand64(L, N, inp, device=device)
+    w_ih = rand64(4 * H, inp, seed=5, device=device)
+    b = rand64(4 * H, seed=6, device=device) if bias else None
     w_hh = rand64(4 * H, out_size, seed=1, device=device)
     h0, c0 = rand64(N, out_size, seed=2, device=device), rand64(N, H, seed=3, device=device)
     w_hr = rand64(proj, H, seed=4, device=device) if proj else None
-    got = lstm_layer(x_proj, w_hh, h0, c0, w_hr, reverse)
+    got = lstm_layer(x, w_ih, b, w_hh, h0, c0, w_hr, reverse)
     assert [tuple(t.shape) for t in got] == [(L, N, out_size), (N, out_size), (N, H)]
-    _close(got, ref_lstm(*_np(x_proj, w_hh, h0, c0, w_hr), reverse))
-    inputs = [x_proj, w_hh, h0, c0] + ([w_hr] if proj else [])
-    check_grads(lambda x, w, h, c, *r: lstm_layer(x, w, h, c, r[0] if r else None, reverse), *inputs)
+    _close(got, ref_lstm(*_np(x, w_ih, b, w_hh, h0, c0, w_hr), reverse))
+    inputs = [x, w_ih, b, w_hh, h0, c0, w_hr]
+    given = [t for t in inputs if t is not None]
+
+    def layer(*args):
+        it = iter(args)
+        return lstm_layer(*[None if t is None else next(it) for t in inputs], reverse)
+    check_grads(layer, *given)
 
 
 @pytest.mark.parametrize("reverse", [False, True])
@@ -105,17 +113,19 @@ def test_gru_layer(device, bias, reverse):
 
 def test_gradient_of_only_some_outputs_and_inputs():
     """Unused outputs get zero gradients; inputs that need none get none (and the rest stay right)."""
-    x_proj, w_hh = rand64(L, N, 4 * H), rand64(4 * H, H, seed=1, requires_grad=False)
+    x, w_hh = rand64(L, N, 3), rand64(4 * H, H, seed=1, requires_grad=False)
+    w_ih, b = rand64(4 * H, 3, seed=4, requires_grad=False), rand64(4 * H, seed=5)
     h0, c0 = rand64(N, H, seed=2, requires_grad=False), rand64(N, H, seed=3)
-    check_grads(lambda x, c: lstm_layer(x, w_hh, h0, c)[2], x_proj, c0)
-    check_grads(lambda x, c: lstm_layer(x, w_hh, h0, c)[0], x_proj, c0)
+    check_grads(lambda x, b, c: lstm_layer(x, w_ih, b, w_hh, h0, c)[2], x, b, c0)
+    check_grads(lambda x, b, c: lstm_layer(x, w_ih, b, w_hh, h0, c)[0], x, b, c0)
 
 
 def test_double_backward_through_the_composite_path():
     x_proj, w_hh, h0 = rand64(2, 1, 2), rand64(2, 2, seed=1), rand64(1, 2, seed=2)
     assert ember.autograd.gradgradcheck(lambda *a: rnn_layer(*a), (x_proj, w_hh, h0))
-    x4, w4, c0 = rand64(2, 1, 8), rand64(8, 2, seed=3), rand64(1, 2, seed=4)
-    assert ember.autograd.gradgradcheck(lambda *a: lstm_layer(*a)[0], (x4, w4, h0, c0))
+    x4, w_ih, b = rand64(2, 1, 3), rand64(8, 3, seed=7), rand64(8, seed=8)
+    w4, c0 = rand64(8, 2, seed=3), rand64(1, 2, seed=4)
+    assert ember.autograd.gradgradcheck(lambda *a: lstm_layer(*a)[0], (x4, w_ih, b, w4, h0, c0))
     x3, w3, b3 = rand64(2, 1, 6), rand64(6, 2, seed=5), rand64(6, seed=6)
     assert ember.autograd.gradgradcheck(lambda *a: gru_layer(*a)[1], (x3, w3, b3, h0))
 
@@ -139,11 +149,12 @@ def test_double_backward_leaves_the_outer_graph_usable():
 
 
 def test_float32_stays_float32():
-    x_proj = ember.randn(3, 2, 8, requires_grad=True)
-    out, h_n, c_n = lstm_layer(x_proj, ember.randn(8, 2), ember.zeros(2, 2), ember.zeros(2, 2))
+    x = ember.randn(3, 2, 5, requires_grad=True)
+    out, h_n, c_n = lstm_layer(x, ember.randn(8, 5), ember.randn(8), ember.randn(8, 2), ember.zeros(2, 2),
+                               ember.zeros(2, 2))
     assert out.dtype == h_n.dtype == c_n.dtype == ember.float32
     out.sum().backward()
-    assert x_proj.grad.dtype == ember.float32
+    assert x.grad.dtype == ember.float32
 
 
 def test_unknown_nonlinearity():

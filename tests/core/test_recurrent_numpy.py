@@ -20,12 +20,13 @@ def forward(request, monkeypatch):
 
 def _run(dtype, proj, reverse, seed=0):
     rng = np.random.default_rng(seed)
-    L, N, H = 5, 3, 4
+    L, N, H, inp = 5, 3, 4, 3
     out_size = proj or H
 
     def t(*shape):
         return ember.tensor(rng.uniform(-1, 1, shape), dtype=dtype, requires_grad=True)
-    inputs = [t(L, N, 4 * H), t(4 * H, out_size), t(N, out_size), t(N, H), t(proj, H) if proj else None]
+    inputs = [t(L, N, inp), t(4 * H, inp), t(4 * H), t(4 * H, out_size), t(N, out_size), t(N, H),
+              t(proj, H) if proj else None]
     outs = lstm_layer(*inputs, reverse=reverse)
     (outs[0].sum() + (outs[1] * 2).sum() + (outs[2] * 3).sum()).backward()
     assert outs[0].grad_fn.bptt is (_recurrent_numpy.lstm_backward if LSTM._kernels["cpu"] is _recurrent_numpy.lstm
@@ -50,14 +51,14 @@ def test_kernel_matches_the_generic_op(monkeypatch, dtype, proj, reverse):
 
 @pytest.mark.parametrize("reverse", [False, True])
 def test_gradcheck(forward, reverse):
-    x, w = rand64(3, 2, 8), rand64(8, 2, seed=1)
+    x, w_ih, b, w = rand64(3, 2, 3), rand64(8, 3, seed=4), rand64(8, seed=5), rand64(8, 2, seed=1)
     h0, c0 = rand64(2, 2, seed=2), rand64(2, 2, seed=3)
-    check_grads(lambda *a: lstm_layer(*a, reverse=reverse), x, w, h0, c0)
+    check_grads(lambda *a: lstm_layer(*a, reverse=reverse), x, w_ih, b, w, h0, c0)
 
 
 def test_outputs_do_not_share_memory_with_saved_state(forward):
-    x = ember.randn(4, 2, 8, requires_grad=True)
-    out, h_n, c_n = lstm_layer(x, ember.randn(8, 2), ember.zeros(2, 2), ember.zeros(2, 2))
+    x = ember.randn(4, 2, 3, requires_grad=True)
+    out, h_n, c_n = lstm_layer(x, ember.randn(8, 3), None, ember.randn(8, 2), ember.zeros(2, 2), ember.zeros(2, 2))
     before = out.detach().numpy().copy()
     h_n.data.add_(1)
     c_n.data.add_(1)
@@ -65,9 +66,9 @@ def test_outputs_do_not_share_memory_with_saved_state(forward):
 
 
 def test_mixed_dtypes_run_the_generic_forward(forward):
-    x = ember.randn(3, 2, 8, requires_grad=True)
+    x = ember.randn(3, 2, 3, requires_grad=True)
     h0 = ember.zeros(2, 2, dtype=ember.float64)
-    out, h_n, _ = lstm_layer(x, ember.randn(8, 2), h0, h0)
+    out, h_n, _ = lstm_layer(x, ember.randn(8, 3), ember.randn(8), ember.randn(8, 2), h0, h0)
     assert out.grad_fn.bptt is LSTM.bptt
     out.sum().backward()
     assert x.grad.dtype == ember.float32

@@ -71,8 +71,8 @@ def test_the_entry_point_registers_it_over_the_built_in_kernels():
 def test_info_says_onednn_serves_the_convolutions(capsys):
     assert main(["info"]) == 0
     lines = _indented(capsys.readouterr().out.split("plugin status:\n", 1)[1].splitlines())
-    line = next(line for line in lines if line.startswith("oneDNN convolutions: "))
-    assert line.startswith("oneDNN convolutions: in use: oneDNN 3.") and line.endswith("[plugin onednn]")
+    line = next(line for line in lines if line.startswith("oneDNN kernels: "))
+    assert line.startswith("oneDNN kernels: in use: oneDNN 3.") and line.endswith("[plugin onednn]")
 
 
 def test_without_the_wheel_no_kernel_is_claimed_and_info_says_why(fresh_plugin, monkeypatch):
@@ -83,7 +83,7 @@ def test_without_the_wheel_no_kernel_is_claimed_and_info_says_why(fresh_plugin, 
     claims = _cpu_claims()
     assert all(claims[op][1] == "ember.backends.cpu" for op in CONVOLUTION_OPS)
     assert not any("onednn" in line for line in override_lines())
-    assert "oneDNN convolutions: not in use, ember's own kernels run: the wheel 'onednn-cpu-gomp' is not installed " \
+    assert "oneDNN kernels: not in use, ember's own kernels run: the wheel 'onednn-cpu-gomp' is not installed " \
            "(simulated)  [plugin onednn]" in status_lines()
     x = ember.randn(2, 3, 8, 8)
     w = ember.randn(4, 3, 3, 3)
@@ -101,7 +101,7 @@ def test_a_library_that_does_not_load_leaves_the_built_in_kernels_at_work(fresh_
     y = F.conv2d(x, w, stride=2, padding=1)
     y.sum().backward()
     assert plugin.convolutions() is None
-    line = next(line for line in status_lines() if line.startswith("oneDNN convolutions: "))
+    line = next(line for line in status_lines() if line.startswith("oneDNN kernels: "))
     assert "not in use, ember's own kernels run: the system's GNU OpenMP runtime libgomp.so.1 is missing" in line
     ember.unregister_plugin("onednn")
     x2, w2 = (ember.tensor(t.detach().numpy(), requires_grad=True) for t in (x, w))
@@ -112,7 +112,7 @@ def test_a_library_that_does_not_load_leaves_the_built_in_kernels_at_work(fresh_
 
 def test_turned_off_by_the_environment_ember_info_says_so():
     out = _ember("from ember.__main__ import main; main(['info'])", EMBER_ONEDNN_LIBRARY="")
-    assert "oneDNN convolutions: not in use, ember's own kernels run: turned off ($EMBER_ONEDNN_LIBRARY is set to " \
+    assert "oneDNN kernels: not in use, ember's own kernels run: turned off ($EMBER_ONEDNN_LIBRARY is set to " \
            "an empty string)  [plugin onednn]" in out
     assert "op convolution on cpu: plugin onednn" not in out
 

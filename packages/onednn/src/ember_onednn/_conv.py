@@ -13,12 +13,11 @@ channels, where ember's kernel is faster) runs ember's own kernel, the one this 
 from __future__ import annotations
 
 import collections
-import threading
 
 import numpy as np
 
 from . import _dnnl as d
-from ._plan import Arena, Plan
+from ._plan import Arena, Plan, PlanCache
 from ._threads import follow_blas
 
 #: plans kept, least recently used dropped first (each holds a primitive and its reorders; no data)
@@ -37,28 +36,17 @@ class Convolutions:
 
     def __init__(self, dnnl: d.Binding, fallback: dict):
         self.dnnl, self.fallback = dnnl, fallback
-        self._plans: collections.OrderedDict = collections.OrderedDict()
-        self._lock = threading.Lock()
+        self._plans = PlanCache(self._build, CACHE_SIZE)
         self._arena = Arena()  # per thread: the scratch buffers of the reordered arguments
         #: how many calls ran on oneDNN, and how many went to the fallback (for tests and ``ember info``)
         self.calls = collections.Counter()
 
+    def _build(self, kind, shapes, outputs, geometry) -> Plan:
+        return Plan(self.dnnl, kind, dict(shapes), outputs, geometry)
+
     def plan(self, kind: str, shapes: dict, outputs: tuple, geometry) -> Plan | None:
         """The cached plan, built on first use; None where oneDNN has no implementation for it (remembered)."""
-        key = (kind, tuple(shapes.items()), geometry)
-        with self._lock:
-            if key in self._plans:
-                self._plans.move_to_end(key)
-                return self._plans[key]
-        try:
-            plan = Plan(self.dnnl, kind, shapes, outputs, geometry)
-        except d.DnnlError:
-            plan = None
-        with self._lock:
-            self._plans[key] = plan
-            if len(self._plans) > CACHE_SIZE:
-                self._plans.popitem(last=False)
-        return plan
+        return self._plans.get((kind, tuple(shapes.items()), outputs, geometry))
 
     # -- the op kernels (the ops' forward contract: ``kernel(ctx, xp, *arrays, **attrs)``) ---------------------
     def convolution(self, ctx, xp, x, w, b=None, *, geometry, transposed):

@@ -1,5 +1,5 @@
-"""A ctypes binding of the few oneDNN 3.x C calls ember-onednn uses: memory descriptors, convolution primitive
-descriptors, reorders, memory objects over NumPy buffers, and execution on one CPU stream.
+"""A ctypes binding of the few oneDNN 3.x C calls ember-onednn uses: memory descriptors, convolution and LSTM
+primitive descriptors, reorders, memory objects over NumPy buffers, and execution on one CPU stream.
 
 The enum values are oneDNN 3.x's (``dnnl_types.h``, ``dnnl_common_types.h``); :mod:`._library` refuses another
 major version. Every call that returns a ``dnnl_status_t`` is checked: a failure raises :class:`DnnlError` naming
@@ -17,12 +17,18 @@ STATUS = {1: "out of memory", 2: "invalid arguments", 3: "unimplemented", 4: "la
 F32 = 3  # dnnl_f32
 TAG_ANY = 1  # dnnl_format_tag_any; dnnl_a, dnnl_ab, ... follow: the plain tag of an n-d array is n + 1
 FORWARD_TRAINING = 64
+BACKWARD = 128
 CONVOLUTION_DIRECT = 1
+LEFT2RIGHT, RIGHT2LEFT = 1, 2  # dnnl_rnn_direction_t (0 is undef in 3.x)
 CPU = 1  # dnnl_cpu
 STREAM_IN_ORDER = 1
 QUERY_EXEC_ARG_MD = 255
 ARG_SRC, ARG_DST, ARG_WEIGHTS, ARG_BIAS = 1, 17, 33, 41
-ARG_DIFF_SRC, ARG_DIFF_DST, ARG_DIFF_WEIGHTS = 129, 145, 161
+ARG_DIFF_SRC, ARG_DIFF_DST, ARG_DIFF_WEIGHTS, ARG_DIFF_BIAS = 129, 145, 161, 169
+# an RNN's arguments: "layer" is the sequence, "iter" the recurrent state (and "iter_c" an LSTM's cell state)
+ARG_SRC_ITER, ARG_SRC_ITER_C, ARG_DST_ITER, ARG_DST_ITER_C, ARG_WEIGHTS_ITER = 2, 3, 18, 19, 34
+ARG_WORKSPACE = 64
+DIFF = 128  # ARG_DIFF_X is ARG_X + DIFF
 MAX_NDIMS = 12
 
 Dims = c_int64 * MAX_NDIMS
@@ -45,6 +51,7 @@ _SIGNATURES = {
     "dnnl_engine_create": (_PP, c_int, c_size_t),
     "dnnl_stream_create": (_PP, _P, c_uint),
     "dnnl_memory_desc_create_with_tag": (_PP, c_int, Dims, c_int, c_int),
+    "dnnl_memory_desc_create_with_strides": (_PP, c_int, Dims, c_int, Dims),
     "dnnl_memory_desc_destroy": (_P,),
     "dnnl_memory_desc_equal": (_P, _P),
     "dnnl_memory_desc_get_size": (_P,),
@@ -54,6 +61,10 @@ _SIGNATURES = {
                                                              _P, _P),
     "dnnl_convolution_backward_weights_primitive_desc_create": (_PP, _P, c_int, _P, _P, _P, _P, Dims, Dims, Dims,
                                                                 Dims, _P, _P),
+    # (pd, engine, prop kind, direction, src layer/iter/iter_c, weights layer/iter/peephole/projection, bias,
+    #  dst layer/iter/iter_c[, the diff of each of those], flags[, hint], attr)
+    "dnnl_lstm_forward_primitive_desc_create": (_PP, _P, c_int, c_int) + (_P,) * 11 + (c_uint, _P),
+    "dnnl_lstm_backward_primitive_desc_create": (_PP, _P, c_int, c_int) + (_P,) * 22 + (c_uint, _P, _P),
     "dnnl_reorder_primitive_desc_create": (_PP, _P, _P, _P, _P, _P),
     "dnnl_primitive_desc_query_md": (_P, c_int, c_int),
     "dnnl_primitive_desc_destroy": (_P,),
@@ -105,6 +116,10 @@ class Binding:
         return self._out("dnnl_memory_desc_create_with_tag", len(shape), dims(shape), F32,
                          len(shape) + 1 if plain else TAG_ANY)
 
+    def strided_memory_desc(self, shape, strides) -> int:
+        """A float32 descriptor of ``shape`` with the given element ``strides`` (a view's layout)."""
+        return self._out("dnnl_memory_desc_create_with_strides", len(shape), dims(shape), F32, dims(strides))
+
     def query_md(self, pd: int, arg: int) -> int:
         """The descriptor the primitive of ``pd`` wants for argument ``arg`` (owned by ``pd``)."""
         md = self.lib.dnnl_primitive_desc_query_md(pd, QUERY_EXEC_ARG_MD, arg)
@@ -136,6 +151,21 @@ class Binding:
         return self._out("dnnl_convolution_backward_weights_primitive_desc_create", self.engine, CONVOLUTION_DIRECT,
                          mds[ARG_SRC], mds[ARG_DIFF_WEIGHTS], None, mds[ARG_DIFF_DST], strides, dilations, pad_l,
                          pad_r, hint, None)
+
+    def lstm_pd(self, kind: str, mds: dict, reverse: bool, hint: int | None = None) -> int:
+        """An LSTM primitive descriptor (one layer, one direction, no peephole or projection): ``kind`` is
+        ``"forward"`` (training: it fills the workspace the backward reads) or ``"backward"`` (with the forward's as
+        ``hint``); ``mds`` maps argument indices to descriptors, the diffs included for the backward."""
+        direction = RIGHT2LEFT if reverse else LEFT2RIGHT
+        order = (ARG_SRC, ARG_SRC_ITER, ARG_SRC_ITER_C, ARG_WEIGHTS, ARG_WEIGHTS_ITER, None, None, ARG_BIAS, ARG_DST,
+                 ARG_DST_ITER, ARG_DST_ITER_C)
+        descs = [None if arg is None else mds[arg] for arg in order]
+        if kind == "forward":
+            return self._out("dnnl_lstm_forward_primitive_desc_create", self.engine, FORWARD_TRAINING, direction,
+                             *descs, 0, None)
+        diffs = [None if arg is None else mds[arg + DIFF] for arg in order]
+        return self._out("dnnl_lstm_backward_primitive_desc_create", self.engine, BACKWARD, direction, *descs,
+                         *diffs, 0, hint, None)
 
     def reorder_pd(self, src_md: int, dst_md: int) -> int:
         return self._out("dnnl_reorder_primitive_desc_create", src_md, self.engine, dst_md, self.engine, None)

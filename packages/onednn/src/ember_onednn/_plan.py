@@ -9,6 +9,8 @@ copies it into (or out of) a scratch buffer. The scratch buffers are not the pla
 """
 from __future__ import annotations
 
+import collections
+import ctypes
 import threading
 
 import numpy as np
@@ -79,6 +81,69 @@ class _Operand:
         return [("memory", self.user), ("memory", self.inner), ("primitive", self.reorder)]
 
 
+class Execution:
+    """A primitive of one primitive descriptor with its operands, run on NumPy arrays in place.
+
+    ``user_mds`` maps oneDNN argument indices to descriptors of the user's arrays (C-order, or a view's strides);
+    ``outputs`` names the arguments the primitive writes, and ``accumulated`` those it adds into (an RNN's weight
+    gradients): their scratch buffers are zeroed before each run, and their arrays must hold zeros. The caller
+    serialises runs (the memory objects are the execution's) and destroys it with :meth:`destroy`.
+    """
+
+    def __init__(self, dnnl: d.Binding, pd: int, user_mds: dict, outputs: tuple, accumulated: tuple = ()):
+        self.dnnl = dnnl
+        self.primitive = dnnl.primitive(pd)
+        self._handles: list = [("primitive", self.primitive)]
+        try:
+            self.operands = []
+            for arg, md in user_mds.items():
+                self.operands.append(_Operand(dnnl, pd, arg, md, arg in outputs))
+                self._handles += self.operands[-1].handles()
+        except BaseException:
+            self.destroy()
+            raise
+        self.args = (d.ExecArg * len(self.operands))(*((op.arg, op.memory) for op in self.operands))
+        self._before = [op for op in self.operands if op.reorder and not op.output]
+        self._after = [op for op in self.operands if op.reorder and op.output]
+        # what run() does, as plain tuples for the ctypes calls: the user arrays' memories, the scratch memories
+        # (and whether to zero them), and the executions (reorders in, the primitive, reorders out)
+        self._users = [(op.user, op.arg) for op in self.operands]
+        self._inner = [(op.inner, op.nbytes, op.arg in accumulated) for op in self.operands if op.reorder]
+        self._steps = ([(op.reorder, op.reorder_args, 2) for op in self._before]
+                       + [(self.primitive, self.args, len(self.operands))]
+                       + [(op.reorder, op.reorder_args, 2) for op in self._after])
+
+    def run(self, arrays: dict, arena: Arena) -> None:
+        """Execute on ``arrays`` (argument index -> C-contiguous NumPy array; outputs are written), with this
+        thread's ``arena`` for the reordered arguments."""
+        dnnl = self.dnnl
+        set_address, execute, stream = dnnl.lib.dnnl_memory_set_data_handle, dnnl.lib.dnnl_primitive_execute, \
+            dnnl.stream
+        status = 0
+        for memory, arg in self._users:
+            status |= set_address(memory, arrays[arg].ctypes.data)
+        for slot, (memory, nbytes, zeroed) in enumerate(self._inner):
+            address = arena.address(slot, nbytes)
+            if zeroed:
+                ctypes.memset(address, 0, nbytes)
+            status |= set_address(memory, address)
+        dnnl.check(status, "dnnl_memory_set_data_handle")
+        for primitive, args, count in self._steps:
+            status = execute(primitive, stream, count, args)
+            if status:
+                dnnl.check(status, "dnnl_primitive_execute")
+
+    @property
+    def copies(self) -> int:
+        """How many arguments go through a reorder (0: every array is used in place)."""
+        return len(self._before) + len(self._after)
+
+    def destroy(self) -> None:
+        for kind, handle in self._handles:
+            self.dnnl.destroy(kind, handle)
+        self._handles = []
+
+
 class Plan:
     """A convolution primitive of ``kind`` (``"forward"``, ``"backward_data"``, ``"backward_weights"``) between
     arrays of the given shapes; :meth:`run` executes it on arrays of exactly those shapes (C-contiguous float32).
@@ -90,8 +155,8 @@ class Plan:
     """
 
     def __init__(self, dnnl: d.Binding, kind: str, shapes: dict, outputs: tuple, geometry):
-        self.dnnl, self._lock = dnnl, threading.Lock()
-        self._handles: list = []
+        self._lock = threading.Lock()
+        self.execution = None
         user_mds = {arg: dnnl.memory_desc(shape) for arg, shape in shapes.items()}
         # every layout free for the primitive to choose, but the bias: 1-d, it has one layout
         any_mds = {arg: (md if arg == d.ARG_BIAS else dnnl.memory_desc(shapes[arg], plain=False))
@@ -107,11 +172,7 @@ class Plan:
                 pds.append(hint)
             pd = dnnl.convolution_pd(kind, any_mds, geometry, hint)
             pds.append(pd)
-            self.primitive = dnnl.primitive(pd)
-            self._handles.append(("primitive", self.primitive))
-            self.operands = [_Operand(dnnl, pd, arg, user_mds[arg], arg in outputs) for arg in shapes]
-            for op in self.operands:
-                self._handles += op.handles()
+            self.execution = Execution(dnnl, pd, user_mds, outputs)
         finally:
             for pd in pds:
                 dnnl.destroy("primitive_desc", pd)
@@ -119,43 +180,46 @@ class Plan:
                 dnnl.destroy("memory_desc", md)
                 if any_mds[arg] != md:
                     dnnl.destroy("memory_desc", any_mds[arg])
-        self.args = (d.ExecArg * len(self.operands))(*((op.arg, op.memory) for op in self.operands))
-        self._before = [op for op in self.operands if op.reorder and not op.output]
-        self._after = [op for op in self.operands if op.reorder and op.output]
-        # what run() does, as plain tuples for the ctypes calls: the user arrays' memories, the scratch memories,
-        # and the executions (reorders in, the convolution, reorders out)
-        self._users = [(op.user, op.arg) for op in self.operands]
-        self._inner = [(op.inner, op.nbytes) for op in self.operands if op.reorder]
-        self._steps = ([(op.reorder, op.reorder_args, 2) for op in self._before]
-                       + [(self.primitive, self.args, len(self.operands))]
-                       + [(op.reorder, op.reorder_args, 2) for op in self._after])
 
     def run(self, arrays: dict, arena: Arena) -> None:
         """Execute on ``arrays`` (argument index -> C-contiguous float32 NumPy array; outputs are written), with
         this thread's ``arena`` for the reordered arguments."""
-        dnnl = self.dnnl
-        set_address, execute, stream = dnnl.lib.dnnl_memory_set_data_handle, dnnl.lib.dnnl_primitive_execute, \
-            dnnl.stream
         with self._lock:  # the memory objects are the plan's: one execution at a time
-            status = 0
-            for memory, arg in self._users:
-                status |= set_address(memory, arrays[arg].ctypes.data)
-            for slot, (memory, nbytes) in enumerate(self._inner):
-                status |= set_address(memory, arena.address(slot, nbytes))
-            dnnl.check(status, "dnnl_memory_set_data_handle")
-            for primitive, args, count in self._steps:
-                status = execute(primitive, stream, count, args)
-                if status:
-                    dnnl.check(status, "dnnl_primitive_execute")
+            self.execution.run(arrays, arena)
 
     @property
     def copies(self) -> int:
         """How many arguments go through a reorder (0: every array is used in place)."""
-        return len(self._before) + len(self._after)
+        return self.execution.copies
 
     def __del__(self):
         try:
-            for kind, handle in self._handles:
-                self.dnnl.destroy(kind, handle)
+            if self.execution is not None:
+                self.execution.destroy()
         except Exception:  # at interpreter exit the library may be gone already
             pass
+
+
+class PlanCache:
+    """Plans by key, built on first use by ``build(*key)``; a key oneDNN has no implementation for maps to None
+    (remembered). The least recently used plan goes first beyond ``size`` plans (each holds primitives, no data)."""
+
+    def __init__(self, build, size: int):
+        self._build, self._size = build, size
+        self._plans: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            if key in self._plans:
+                self._plans.move_to_end(key)
+                return self._plans[key]
+        try:
+            plan = self._build(*key)
+        except d.DnnlError:
+            plan = None
+        with self._lock:
+            self._plans[key] = plan
+            if len(self._plans) > self._size:
+                self._plans.popitem(last=False)
+        return plan

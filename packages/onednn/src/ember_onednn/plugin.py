@@ -1,8 +1,8 @@
-"""The ``ember`` plugin of ember-onednn: oneDNN's convolution kernels over ember's own on the CPU backend, and its
-float32 matrix product as the CPU kernel ``gemm_float32``.
+"""The ``ember`` plugin of ember-onednn: oneDNN's convolution and LSTM kernels over ember's own on the CPU backend,
+and its float32 matrix product as the CPU kernel ``gemm_float32``.
 
-Registering it costs no more than finding the library's file: oneDNN (53 MB) is loaded by the first convolution
-that runs, or by ``python -m ember info``. Where the file is missing (no wheel for the platform) the plugin gives
+Registering it costs no more than finding the library's file: oneDNN (53 MB) is loaded by the first convolution or
+LSTM that runs, or by ``python -m ember info``. Where the file is missing (no wheel for the platform) the plugin gives
 no kernel; where it cannot be loaded (no libgomp, another oneDNN version), its kernels hand every call to ember's
 own. Either way the hook ``ember_status`` tells ``python -m ember info`` why.
 """
@@ -16,27 +16,42 @@ from ember.backends import cpu_threads
 from . import _library
 
 #: the topic of this plugin's line in ``python -m ember info``
-TOPIC = "oneDNN convolutions"
-#: op name -> method of :class:`~ember_onednn._conv.Convolutions` (one kernel for a convolution inside and outside
-#: a backward pass, as ember's own)
-OPS = {"convolution": "convolution", "convolution_backward": "convolution", "convolutionweightgrad": "weight_grad"}
+TOPIC = "oneDNN kernels"
+#: op name -> (kernel set, its method): :class:`~ember_onednn._conv.Convolutions` (one kernel for a convolution
+#: inside and outside a backward pass, as ember's own) or :class:`~ember_onednn._lstm.Lstms`
+OPS = {"convolution": ("convolutions", "convolution"), "convolution_backward": ("convolutions", "convolution"),
+       "convolutionweightgrad": ("convolutions", "weight_grad"), "lstm": ("lstms", "forward")}
 
 _state: dict = {}
 
 
-def convolutions():
-    """The kernels over the loaded library (built on first use), or None when oneDNN cannot be used
-    (:func:`status` says why)."""
+def _kernel_sets() -> dict | None:
+    """``{"convolutions": ..., "lstms": ...}`` over the loaded library (built on first use), or None when oneDNN
+    cannot be used (:func:`status` says why)."""
     if "kernels" not in _state:
         try:
             lib, description = _library.load()
-            from . import _conv, _dnnl
+            from . import _conv, _dnnl, _lstm
 
-            _state["kernels"] = _conv.Convolutions(_dnnl.Binding(lib), _builtin())
+            dnnl, built_in = _dnnl.Binding(lib), _builtin()
+            _state["kernels"] = {"convolutions": _conv.Convolutions(dnnl, built_in),
+                                 "lstms": _lstm.Lstms(dnnl, built_in["lstm"])}
             _state["description"] = description
         except (_library.Unavailable, OSError, AttributeError, RuntimeError) as exc:
             _state["kernels"], _state["reason"] = None, str(exc)
     return _state["kernels"]
+
+
+def convolutions():
+    """The convolution kernels (:class:`~ember_onednn._conv.Convolutions`), or None when oneDNN cannot be used."""
+    sets = _kernel_sets()
+    return None if sets is None else sets["convolutions"]
+
+
+def lstms():
+    """The LSTM kernel (:class:`~ember_onednn._lstm.Lstms`), or None when oneDNN cannot be used."""
+    sets = _kernel_sets()
+    return None if sets is None else sets["lstms"]
 
 
 def gemm():
@@ -67,52 +82,54 @@ def gemm_float32(a, b, out) -> None:
 
 def _builtin() -> dict:
     """The built-in CPU kernels this plugin replaces: what runs where oneDNN does not."""
-    from ember.backends.cpu_kernels import convolution
+    from ember.backends.cpu_kernels import convolution, recurrent
 
-    return convolution.KERNELS
+    return {**convolution.KERNELS, **recurrent.KERNELS}
 
 
 def _kernel(op: str):
-    """The kernel of ``op``: oneDNN's, loaded on the first call, or the built-in one when it cannot be."""
-    method = OPS[op]
+    """The kernel of ``op`` (and of every op served by the same method): oneDNN's, loaded on the first call, or
+    the built-in one when it cannot be."""
+    kernel_set, method = OPS[op]
 
     def kernel(ctx, xp, *arrays, **attrs):
-        kernels = convolutions()
-        if kernels is None:
+        sets = _kernel_sets()
+        if sets is None:
             return _builtin()[op](ctx, xp, *arrays, **attrs)
-        return getattr(kernels, method)(ctx, xp, *arrays, **attrs)
+        return getattr(sets[kernel_set], method)(ctx, xp, *arrays, **attrs)
 
     kernel.__name__ = kernel.__qualname__ = f"onednn_{method}"
     kernel.__doc__ = f"ember-onednn's kernel of op {op!r} (see ember.hookspecs.ember_op_kernels)."
     return kernel
 
 
-#: the kernels claimed, made once (one per method): the same functions on every call of the hook
-_BY_METHOD = {"convolution": _kernel("convolution"), "weight_grad": _kernel("convolutionweightgrad")}
+#: the kernels claimed, made once (one per method, as the built-in kernels: a convolution inside a backward pass
+#: runs the same function as one outside): the same functions on every call of the hook
+_BY_METHOD = {method: _kernel(op) for op, method in OPS.items()}
 KERNELS = {op: _BY_METHOD[method] for op, method in OPS.items()}
 
 
 def status() -> str:
-    """One line: what serves ember's convolutions on the CPU, and, when it is not oneDNN, why (loads oneDNN).
+    """One line: what serves ember's convolutions and LSTMs on the CPU, and, when it is not oneDNN, why (loads oneDNN).
 
     >>> from ember_onednn import plugin
     >>> plugin.status()  # doctest: +ELLIPSIS
     '...'
     """
-    if convolutions() is None:
+    if _kernel_sets() is None:
         return f"not in use, ember's own kernels run: {_state['reason']}"
     import os
 
     pool = ("OMP_NUM_THREADS" if os.environ.get("OMP_NUM_THREADS", "").strip()
             else f"{ember.get_num_threads()}, as ember.get_num_threads()")
-    return (f"in use: {_state['description']}; float32 convolutions, their gradients and matrix products; OpenMP "
-            f"threads: {pool}")
+    return (f"in use: {_state['description']}; float32 convolutions and LSTMs, their gradients, and matrix products; "
+            f"OpenMP threads: {pool}")
 
 
 @ember.hookimpl
 def ember_op_kernels(backend):
-    """On the CPU: ``convolution``, ``convolution_backward`` and ``convolutionweightgrad``, claimed over the
-    built-in kernels (priority 1); nothing where oneDNN's library file is not installed."""
+    """On the CPU: ``convolution``, ``convolution_backward``, ``convolutionweightgrad`` and ``lstm``, claimed over
+    the built-in kernels (priority 1); nothing where oneDNN's library file is not installed."""
     if backend.name != "cpu" or _state.get("kernels", True) is None:
         return {}
     try:

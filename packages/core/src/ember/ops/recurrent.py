@@ -1,21 +1,24 @@
 """Recurrent layers as ops: one layer and direction of an Elman RNN, an LSTM or a GRU over a whole sequence.
 
 The input-to-hidden projection ``x @ W_ih.T + b_ih`` does not depend on the
-recurrence, so the caller computes it for all time steps in one matmul and
-passes it in as ``x_proj`` (``[L, N, gates * hidden]``). Each op then runs
-only the sequential part, the hidden-to-hidden matmul and the gate
-arithmetic, in one forward over time, and differentiates it in one backward
-pass through time (BPTT) with the gate activations it kept, instead of
-recording a few dozen small ops per time step.
+recurrence: it runs for all time steps in one matmul. For the RNN and the GRU
+the caller computes it and passes it in as ``x_proj`` (``[L, N, gates *
+hidden]``); the LSTM op takes ``x``, ``W_ih`` and the bias itself and computes
+it first, so that a backend can run the whole layer as one kernel (oneDNN's
+LSTM primitive, through ember-onednn). Each op then runs the sequential part,
+the hidden-to-hidden matmul and the gate arithmetic, in one forward over time,
+and differentiates it in one backward pass through time (BPTT) with the gate
+activations it kept, instead of recording a few dozen small ops per time step.
 
 Gate layouts and equations are PyTorch's (``W_hh`` is ``[gates * hidden, hidden]``):
 
 - RNN: ``h' = tanh(x_proj + h W_hh^T)`` (or relu).
 - LSTM, gates ``i, f, g, o``: ``c' = f * c + i * g``, ``h' = o * tanh(c')``, with
-  ``g = tanh(.)`` and the others sigmoid; with a projection ``h' = (o * tanh(c')) W_hr^T``.
+  ``g = tanh(.)`` and the others sigmoid, over ``x @ W_ih^T + b + h W_hh^T``; with a
+  projection ``h' = (o * tanh(c')) W_hr^T``. ``b`` is ``b_ih + b_hh`` (or None).
 - GRU, gates ``r, z, n``: ``n = tanh(x_n + r * (h W_hn^T + b_hn))``, ``h' = (1 - z) * n + z * h``.
-  ``b_hh`` is an input of the GRU op because ``b_hn`` sits inside ``r * (.)``; for RNN
-  and LSTM the caller folds ``b_hh`` into ``x_proj``.
+  ``b_hh`` is an input of the GRU op because ``b_hn`` sits inside ``r * (.)``; for the
+  RNN the caller folds ``b_hh`` into ``x_proj``.
 
 The fast backward works on arrays. Under ``create_graph=True`` (double
 backward) it instead recomputes the layer with ordinary ember ops and
@@ -23,9 +26,9 @@ differentiates that, so higher derivatives are exact too.
 
 >>> import ember
 >>> from ember.ops.recurrent import lstm_layer
->>> x_proj = ember.zeros(5, 2, 4 * 3)      # [L, N, 4 * hidden]
+>>> x, w_ih = ember.zeros(5, 2, 4), ember.zeros(4 * 3, 4)  # [L, N, input], [4 * hidden, input]
 >>> h0, c0 = ember.zeros(2, 3), ember.zeros(2, 3)
->>> out, h_n, c_n = lstm_layer(x_proj, ember.zeros(12, 3), h0, c0)
+>>> out, h_n, c_n = lstm_layer(x, w_ih, None, ember.zeros(12, 3), h0, c0)
 >>> out.shape, h_n.shape
 (ember.Size([5, 2, 3]), ember.Size([2, 3]))
 """
@@ -166,14 +169,33 @@ class RNN(_Layer):
 
 
 # -- LSTM --------------------------------------------------------------------------------------------------
+def input_projection(xp, x, w_ih, b):
+    """``x @ w_ih^T + b`` for every step of ``x`` (``[L, N, input]``): ``[L, N, gates * hidden]`` in one matmul."""
+    proj = xp.matmul(_flat(xp, x), _transpose(xp, w_ih))
+    if b is not None:
+        proj += b
+    return xp.reshape(proj, (x.shape[0], x.shape[1], w_ih.shape[0]))
+
+
+def input_grads(xp, d_proj, x, w_ih, needs):
+    """The gradients of ``x``, ``w_ih`` and the bias from ``d_proj``, the gradient of :func:`input_projection`'s
+    result (``needs``: which of the three are wanted; the others are None)."""
+    d_flat = _flat(xp, d_proj)
+    dx = xp.reshape(xp.matmul(d_flat, w_ih), x.shape) if needs[0] else None
+    dw = xp.matmul(_transpose(xp, d_flat), _flat(xp, x)) if needs[1] else None
+    return dx, dw, (xp.sum(d_flat, axis=0) if needs[2] else None)
+
+
 class LSTM(_Layer):
-    """The LSTM recurrence; inputs ``x_proj, w_hh, h0, c0, w_hr`` (``w_hr`` None without a projection)."""
+    """The LSTM layer; inputs ``x, w_ih, b, w_hh, h0, c0, w_hr`` (``b`` None without biases, ``w_hr`` None
+    without a projection)."""
 
     name_ = "lstm"
 
     @staticmethod
-    def forward(ctx, xp, x_proj, w_hh, h0, c0, w_hr, reverse=False):
+    def forward(ctx, xp, x, w_ih, b, w_hh, h0, c0, w_hr, reverse=False):
         ctx.reverse, ctx.attrs, ctx.bptt = reverse, {"reverse": reverse}, LSTM.bptt
+        x_proj = input_projection(xp, x, w_ih, b)
         length, batch, gates = x_proj.shape
         hidden = gates // 4
         w_t = _contiguous_transpose(xp, w_hh)
@@ -215,7 +237,7 @@ class LSTM(_Layer):
     @staticmethod
     def bptt(ctx, g_out, g_hn, g_cn):
         """Backward through time on arrays: what the forward set as ``ctx.bptt`` (a backend's kernel sets its own)."""
-        x_proj, w_hh, h0, c0, w_hr = ctx.saved_tensors
+        x, w_ih, _, w_hh, h0, c0, w_hr = ctx.saved_tensors
         out = ctx.saved_output[0]._data
         xp = _xp_of(g_out)
         length, batch, gates = ctx.acts.shape
@@ -247,12 +269,16 @@ class LSTM(_Layer):
             dh = xp.matmul(xp.reshape(d_pre[t, ...], (batch, gates)), w)
         d_pre = xp.reshape(d_pre, (length, batch, gates))
         needs = ctx.needs_input_grad
-        dw = _weight_grad(xp, d_pre, _previous(xp, out, h0._data, ctx.reverse)) if needs[1] else None
-        dw_r = _weight_grad(xp, d_proj, ctx.unprojected) if needs[4] else None
-        return _wrap((d_pre, dw, dh, dc, dw_r), needs, ctx._out_device)
+        dx, dw_ih, db = input_grads(xp, d_pre, x._data, w_ih._data, needs)
+        dw = _weight_grad(xp, d_pre, _previous(xp, out, h0._data, ctx.reverse)) if needs[3] else None
+        dw_r = _weight_grad(xp, d_proj, ctx.unprojected) if needs[6] else None
+        return _wrap((dx, dw_ih, db, dw, dh, dc, dw_r), needs, ctx._out_device)
 
     @staticmethod
-    def composite(x_proj, w_hh, h0, c0, w_hr, reverse=False):
+    def composite(x, w_ih, b, w_hh, h0, c0, w_hr, reverse=False):
+        x_proj = matmul(x, w_ih.mT)
+        if b is not None:
+            x_proj = x_proj + b
         h, c = h0, c0
         outs = [None] * x_proj.shape[0]
         for t in _steps(x_proj.shape[0], reverse):
@@ -363,18 +389,20 @@ def rnn_layer(x_proj, w_hh, h0, nonlinearity="tanh", reverse=False):
     return RNN.apply(x_proj, w_hh, h0, nonlinearity=nonlinearity, reverse=reverse)
 
 
-def lstm_layer(x_proj, w_hh, h0, c0, w_hr=None, reverse=False):
+def lstm_layer(x, w_ih, b, w_hh, h0, c0, w_hr=None, reverse=False):
     """One LSTM layer and direction: ``(output [L, N, H_out], h_n [N, H_out], c_n [N, H])``.
 
-    ``x_proj`` is ``x @ W_ih^T + b_ih + b_hh`` for every step (``[L, N, 4 * H]``);
-    ``w_hr`` (``[H_out, H]``) is the optional projection of the hidden state.
+    ``x`` is the input sequence (``[L, N, input]``), ``w_ih`` (``[4 * H, input]``) and ``w_hh``
+    (``[4 * H, H_out]``) the input and recurrent weights, ``b`` (``[4 * H]``) is ``b_ih + b_hh`` or None, and
+    ``w_hr`` (``[H_out, H]``) the optional projection of the hidden state.
 
     >>> import ember
-    >>> out, h_n, c_n = lstm_layer(ember.ones(3, 1, 4), ember.zeros(4, 1), ember.zeros(1, 1), ember.zeros(1, 1))
+    >>> out, h_n, c_n = lstm_layer(ember.ones(3, 1, 1), ember.ones(4, 1), None, ember.zeros(4, 1),
+    ...                            ember.zeros(1, 1), ember.zeros(1, 1))
     >>> c_n
     tensor([[1.2614]])
     """
-    return LSTM.apply(x_proj, w_hh, h0, c0, w_hr, reverse=reverse)
+    return LSTM.apply(x, w_ih, b, w_hh, h0, c0, w_hr, reverse=reverse)
 
 
 def gru_layer(x_proj, w_hh, b_hh, h0, reverse=False):

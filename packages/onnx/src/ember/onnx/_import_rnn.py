@@ -89,11 +89,10 @@ def _lstm(node, x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=N
     hidden = r.shape[-1]
     ys, hs, cs = [], [], []
     for d, reverse in enumerate(directions):
-        proj = ember.matmul(x, _reorder(w[d], _LSTM_ORDER, hidden).t())
-        if b is not None:
-            proj = proj + _reorder(b[d, :4 * hidden] + b[d, 4 * hidden:], _LSTM_ORDER, hidden)
-        y, h, c = lstm_layer(proj, _reorder(r[d], _LSTM_ORDER, hidden), _initial(node, initial_h, d, x, hidden),
-                             _initial(node, initial_c, d, x, hidden), reverse=reverse)
+        bias = None if b is None else _reorder(b[d, :4 * hidden] + b[d, 4 * hidden:], _LSTM_ORDER, hidden)
+        y, h, c = lstm_layer(x, _reorder(w[d], _LSTM_ORDER, hidden), bias, _reorder(r[d], _LSTM_ORDER, hidden),
+                             _initial(node, initial_h, d, x, hidden), _initial(node, initial_c, d, x, hidden),
+                             reverse=reverse)
         ys.append(y), hs.append(h), cs.append(c)
     return _outputs(node, ys, (hs, cs))
 

@@ -1,7 +1,8 @@
 """The CPU backend's NumPy kernel of the LSTM op: the recurrence in preallocated buffers, in place.
 
 Same inputs, outputs and equations as :class:`ember.ops.recurrent.LSTM`, whose
-array-API forward and backward run on every other backend. The generic
+array-API forward and backward run on every other backend; the input projection
+``x @ W_ih^T + b`` and its gradients are that op's own functions. The generic
 version allocates a few arrays per time step; here every step writes into
 buffers made once for the whole sequence (NumPy's ``out=``), which is where
 the time goes for the small matrices of a recurrence.
@@ -21,14 +22,15 @@ the time goes for the small matrices of a recurrence.
 - Backward (BPTT) first computes, for all steps at once, the factors that
   turn ``(dc, dc, dc, dh)`` into the gates' gradients; the loop over time
   scales one step's block of them in place and runs the ``dh @ W_hh``
-  product; ``d x_proj`` is that buffer back in ``[L, N, 4 * H]`` order, and
-  the weight gradient one matmul at the end.
+  product; the gradient of ``x_proj`` is that buffer back in ``[L, N, 4 * H]``
+  order, and the gradients of ``x``, the weights and the bias are one matmul
+  (or sum) each at the end.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ...ops.recurrent import LSTM, _steps, _wrap
+from ...ops.recurrent import LSTM, _steps, _wrap, input_grads, input_projection
 from ..numpy_namespace import xp as _xp
 
 __all__ = ["KERNELS"]
@@ -52,11 +54,12 @@ def _gate_major(a, hidden):
     return np.reshape(a, (a.shape[0], a.shape[1], 4, hidden)).transpose(0, 2, 1, 3)
 
 
-def lstm(ctx, xp, x_proj, w_hh, h0, c0, w_hr, reverse=False):
+def lstm(ctx, xp, x, w_ih, b, w_hh, h0, c0, w_hr, reverse=False):
     """The forward of ``ember.ops.recurrent.LSTM`` on NumPy arrays (the generic one for mixed dtypes)."""
-    if any(a is not None and a.dtype != x_proj.dtype for a in (w_hh, h0, c0, w_hr)):
-        return LSTM.forward(ctx, xp, x_proj, w_hh, h0, c0, w_hr, reverse)
+    if any(a is not None and a.dtype != x.dtype for a in (w_ih, b, w_hh, h0, c0, w_hr)):
+        return LSTM.forward(ctx, xp, x, w_ih, b, w_hh, h0, c0, w_hr, reverse)
     ctx.reverse, ctx.attrs, ctx.bptt = reverse, {"reverse": reverse}, lstm_backward
+    x_proj = input_projection(_xp, x, w_ih, b)  # through the namespace: a plugin's GEMM, if any
     length, batch, gates = x_proj.shape
     hidden, out_size, dtype = gates // 4, h0.shape[-1], x_proj.dtype
     half = np.full((4, 1, 1), 0.5, dtype=dtype)
@@ -120,7 +123,7 @@ def lstm_backward(ctx, g_out, g_hn, g_cn):
     ``d[t] = factors[t] * (dc, dc, dc, dh)`` gate by gate, with ``dc`` gaining ``dh * o * (1 - tanh(c)^2)``
     at every step; ``d`` starts as the factors and is scaled in place, a step at a time.
     """
-    x_proj, w_hh, h0, c0, w_hr = ctx.saved_tensors
+    x, w_ih, _, w_hh, h0, c0, w_hr = ctx.saved_tensors
     ctx.saved_output  # noqa: B018 -- the version check of the outputs whose buffer this backward reads
     acts, c_prev, tanh_cells, unprojected = ctx.acts, ctx.c_prev, ctx.tanh_cells, ctx.unprojected
     length, _, batch, hidden = acts.shape
@@ -150,12 +153,13 @@ def lstm_backward(ctx, g_out, g_hn, g_cn):
         dt[3] *= du
         dc *= acts[t, 1]
         np.add.reduce(np.matmul(dt, w, out=parts), axis=0, out=dh)
-    d_x = np.empty((length, batch, 4 * hidden), dtype=d.dtype)
-    np.copyto(_gate_major(d_x, hidden), d)
+    d_gates = np.empty((length, batch, 4 * hidden), dtype=d.dtype)
+    np.copyto(_gate_major(d_gates, hidden), d)
     needs = ctx.needs_input_grad
-    dw = _xp.matmul(_flat(d_x).T, _flat(ctx.h_prev)) if needs[1] else None  # a plugin's GEMM, if any
-    dw_r = np.matmul(_flat(d_proj).T, _flat(unprojected)) if needs[4] else None
-    return _wrap((d_x, dw, dh, dc, dw_r), needs, ctx._out_device)
+    dx, dw_ih, db = input_grads(_xp, d_gates, x._data, w_ih._data, needs)
+    dw = _xp.matmul(_flat(d_gates).T, _flat(ctx.h_prev)) if needs[3] else None  # a plugin's GEMM, if any
+    dw_r = np.matmul(_flat(d_proj).T, _flat(unprojected)) if needs[6] else None
+    return _wrap((dx, dw_ih, db, dw, dh, dc, dw_r), needs, ctx._out_device)
 
 
 KERNELS = {"lstm": lstm}

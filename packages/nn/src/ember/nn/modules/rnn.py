@@ -46,9 +46,10 @@ def _input_projection(mode, x, w_ih, b_ih, b_hh):
 def _run_direction(mode, x, weights, h0, c0, reverse):
     """One layer and direction over ``x`` ([L, N, H_in]): ``(output, h_n, c_n or None)``."""
     w_ih, w_hh, b_ih, b_hh, w_hr = weights
+    if mode == "LSTM":  # the op projects the input itself (a backend may run the whole layer as one kernel)
+        b = None if b_ih is None else b_ih + b_hh
+        return lstm_layer(x, w_ih, b, w_hh, h0, c0, w_hr, reverse=reverse)
     x_proj = _input_projection(mode, x, w_ih, b_ih, b_hh)
-    if mode == "LSTM":
-        return lstm_layer(x_proj, w_hh, h0, c0, w_hr, reverse=reverse)
     if mode == "GRU":
         out, h_n = gru_layer(x_proj, w_hh, b_hh, h0, reverse=reverse)
     else:

@@ -1,18 +1,20 @@
 """ONNX lowerings of the recurrent layer ops (RNN, LSTM, GRU), with ember's gate order mapped to ONNX's.
 
-ember's recurrent ops run one layer and direction over a sequence whose input
-projection ``x @ W_ih^T + b`` was already computed (by a ``linear`` op, in one
-product for all time steps): the op receives ``x_proj`` (``[L, N, gates * H]``),
-not ``x`` and ``W_ih``. Each op becomes the standard ONNX ``RNN`` / ``LSTM`` /
-``GRU`` node with ``x_proj`` as its input ``X`` and, as input weights ``W``, the
-constant permutation matrix that reorders PyTorch's gate blocks into ONNX's
-(LSTM ``i, f, g, o`` -> ``i, o, f, c``; GRU ``r, z, n`` -> ``z, r, h``). A
-product with a permutation matrix is exact, so the node computes what ember's
-op computes; the recurrent weights ``R`` are ``W_hh`` with its rows reordered
-the same way, and GRU's ``b_hh`` (which PyTorch applies inside ``r * (.)``,
-ONNX's ``linear_before_reset=1``) goes to the recurrent half of ``B``. An LSTM
-with ``proj_size`` (a projection ONNX's LSTM lacks) becomes a ``Scan`` over
-PyTorch's cell.
+ember's recurrent ops run one layer and direction over a sequence. Each
+becomes the standard ONNX ``RNN`` / ``LSTM`` / ``GRU`` node, with the gate
+blocks of the weights reordered from PyTorch's order into ONNX's (LSTM
+``i, f, g, o`` -> ``i, o, f, c``; GRU ``r, z, n`` -> ``z, r, h``) by a
+``Gather`` of their rows. The LSTM op receives the sequence ``x`` and ``W_ih``
+itself: they are ONNX's ``X`` and ``W``, and its bias ``b_ih + b_hh`` is the
+input half of ``B``. The RNN and GRU ops receive the input projection
+``x_proj = x @ W_ih^T + b`` (``[L, N, gates * H]``), already computed by a
+``linear`` op: it is their ``X``, and ``W`` is the constant permutation matrix
+that reorders its gate blocks, a product that is exact, so the node computes
+what ember's op computes. The recurrent weights ``R`` are ``W_hh`` reordered,
+and GRU's ``b_hh`` (which PyTorch applies inside ``r * (.)``, ONNX's
+``linear_before_reset=1``) goes to the recurrent half of ``B``. An LSTM with
+``proj_size`` (a projection ONNX's LSTM lacks) becomes a ``Scan`` over
+PyTorch's cell, after one ``MatMul`` for the input projection of all steps.
 """
 from __future__ import annotations
 
@@ -36,6 +38,11 @@ def _rows(order, hidden):
     return np.concatenate([np.arange(k * hidden, (k + 1) * hidden) for k in order])
 
 
+def _hidden(node):
+    """The hidden size ``H``: the size of the op's last output, the final state (``h_n``; ``c_n`` for the LSTM)."""
+    return node.output_shapes[-1][-1]
+
+
 def _zero_constant(g, name):
     """Whether ``name`` is a constant of zeros: the initial states a layer makes itself when none are given
     (they are constants of the traced batch size, so they are left to ONNX's default of zeros instead)."""
@@ -45,48 +52,60 @@ def _zero_constant(g, name):
     return False
 
 
-def _recurrence(g, node, op_type, order, bias=None, initial=(), **attributes):
+def _weight(g, w, order, hidden):
+    """ember's weight ``w`` (``[gates * H, in]``) as an ONNX ``W`` or ``R``: ``[1, gates * H, in]``, gates reordered."""
+    return g.op("Unsqueeze", g.op("Gather", w, _ints(g, _rows(order, hidden)), axis=0), _ints(g, [0]))
+
+
+def _permutation(g, node, order):
+    """ONNX's ``W`` for an input that is already ``x_proj``: the constant matrix whose gate row ``j`` reads
+    column ``rows[j]`` of ``x_proj``, so the product only reorders the gate blocks."""
+    rows = _rows(order, _hidden(node))
+    return g.const(np.eye(len(rows), dtype=numpy_dtype(node.input_dtypes[0]))[rows][None])
+
+
+def _recurrence(g, node, op_type, order, x, w, w_hh, biases=(None, None), initial=(), **attributes):
     """The ONNX node for one layer and direction; returns ``[output, h_n, (c_n)]`` in ember's shapes.
 
-    ``bias`` is the value of ember's recurrent bias (GRU's ``b_hh``) or ``None``; ``initial`` the values of the
-    initial states (``[N, H]`` each).
+    ``x`` is the node's input ``X`` and ``w`` its ``W`` (ONNX's layout and gate order); ``w_hh`` is ember's
+    recurrent weight, ``biases`` are ember's input and recurrent bias (each ``[gates * H]`` or ``None``, the
+    halves of ``B``), ``initial`` the values of the initial states (``[N, H]`` each).
     """
-    x_proj, w_hh = node.inputs[:2]
-    hidden = node.input_shapes[1][1]
-    dtype = numpy_dtype(node.input_dtypes[0])
-    rows = _rows(order, hidden)
+    hidden = _hidden(node)
     gates = len(order) * hidden
-    w = g.const(np.eye(gates, dtype=dtype)[rows][None])  # ONNX gate j reads x_proj column rows[j]
-    r = g.op("Unsqueeze", g.op("Gather", w_hh, _ints(g, rows), axis=0), _ints(g, [0]))
     b = ""
-    if bias is not None:
-        recurrent = g.op("Gather", bias, _ints(g, rows), axis=0)
-        b = g.op("Unsqueeze", g.op("Concat", g.const(np.zeros(gates, dtype=dtype)), recurrent, axis=0),
-                 _ints(g, [0]))
+    if any(bias is not None for bias in biases):
+        zeros = g.const(np.zeros(gates, dtype=numpy_dtype(node.input_dtypes[0])))
+        rows = _ints(g, _rows(order, hidden))
+        halves = [zeros if bias is None else g.op("Gather", bias, rows, axis=0) for bias in biases]
+        b = g.op("Unsqueeze", g.op("Concat", *halves, axis=0), _ints(g, [0]))
     states = ["" if _zero_constant(g, s) else g.op("Unsqueeze", s, _ints(g, [0])) for s in initial]
     direction = "reverse" if node.attrs.get("reverse", False) else "forward"
-    outs = g.op(op_type, x_proj, w, r, b, "", *states, outputs=1 + len(initial), hidden_size=hidden,
-                direction=direction, **attributes)
+    outs = g.op(op_type, x, w, _weight(g, w_hh, order, hidden), b, "", *states, outputs=1 + len(initial),
+                hidden_size=hidden, direction=direction, **attributes)
     y, *finals = outs
     return [g.op("Squeeze", y, _ints(g, [1]))] + [g.op("Squeeze", s, _ints(g, [0])) for s in finals]
 
 
 def rnn(g, node):
     """Elman RNN (``tanh`` or ``relu``) as ONNX ``RNN``."""
+    x_proj, w_hh, h0 = node.inputs
     activation = {"tanh": "Tanh", "relu": "Relu"}[node.attrs.get("nonlinearity", "tanh")]
-    return _recurrence(g, node, "RNN", _RNN_ORDER, initial=node.inputs[2:3], activations=[activation])
+    return _recurrence(g, node, "RNN", _RNN_ORDER, x_proj, _permutation(g, node, _RNN_ORDER), w_hh,
+                       initial=(h0,), activations=[activation])
 
 
 def lstm(g, node):
     """LSTM as ONNX ``LSTM``; with ``proj_size`` (which ONNX's LSTM lacks) as a ``Scan`` over the cell."""
-    _, _, h0, c0, w_hr = node.inputs
+    x, w_ih, b, w_hh, h0, c0, w_hr = node.inputs
     if w_hr is not None:
         return _projected_lstm(g, node)
-    return _recurrence(g, node, "LSTM", _LSTM_ORDER, initial=(h0, c0))
+    w = _weight(g, w_ih, _LSTM_ORDER, _hidden(node))
+    return _recurrence(g, node, "LSTM", _LSTM_ORDER, x, w, w_hh, biases=(b, None), initial=(h0, c0))
 
 
 def _state(g, node, name, size):
-    """An initial state for ``Scan``: the given one, or zeros sized by ``x_proj``'s (possibly dynamic) batch."""
+    """An initial state for ``Scan``: the given one, or zeros sized by ``x``'s (possibly dynamic) batch."""
     if not _zero_constant(g, name):
         return name
     shape = g.op("Concat", g.op("Shape", node.inputs[0], start=1, end=2), _ints(g, [size]), axis=0)
@@ -95,12 +114,16 @@ def _state(g, node, name, size):
 
 
 def _projected_lstm(g, node):
-    """``Scan`` over time of PyTorch's LSTM cell with the projection ``h' = (o * tanh(c')) W_hr^T``."""
+    """``Scan`` over time of PyTorch's LSTM cell with the projection ``h' = (o * tanh(c')) W_hr^T``, over the
+    input projection ``x @ W_ih^T + b`` of all steps."""
     from onnx import helper
-    x_proj, w_hh, h0, c0, w_hr = node.inputs
-    hidden, projected = node.input_shapes[0][2] // 4, node.input_shapes[4][0]
+    x, w_ih, b, w_hh, h0, c0, w_hr = node.inputs
+    hidden, projected = _hidden(node), node.input_shapes[6][0]
     elem = helper.np_dtype_to_tensor_dtype(numpy_dtype(node.input_dtypes[0]))
-    w_t, w_hr_t = (g.op("Transpose", w, perm=[1, 0]) for w in (w_hh, w_hr))
+    w_ih_t, w_t, w_hr_t = (g.op("Transpose", w, perm=[1, 0]) for w in (w_ih, w_hh, w_hr))
+    x_proj = g.op("MatMul", x, w_ih_t)
+    if b is not None:
+        x_proj = g.op("Add", x_proj, b)
     names = {k: g.fresh(f"lstm_cell_{k}") for k in ("h", "c", "x", "h_next", "c_next", "h_out")}
     nodes = []
 
@@ -134,8 +157,9 @@ def _projected_lstm(g, node):
 
 def gru(g, node):
     """GRU as ONNX ``GRU`` with ``linear_before_reset=1`` (PyTorch's ``r * (h W_hn^T + b_hn)``)."""
-    _, _, b_hh, h0 = node.inputs
-    return _recurrence(g, node, "GRU", _GRU_ORDER, bias=b_hh, initial=(h0,), linear_before_reset=1)
+    x_proj, w_hh, b_hh, h0 = node.inputs
+    return _recurrence(g, node, "GRU", _GRU_ORDER, x_proj, _permutation(g, node, _GRU_ORDER), w_hh,
+                       biases=(None, b_hh), initial=(h0,), linear_before_reset=1)
 
 
 LOWERINGS = {"rnn": rnn, "lstm": lstm, "gru": gru}
