@@ -27,3 +27,26 @@ def test_a_kernel_call_gives_numba_ember_s_thread_count(threads, count):
     assert numba.get_num_threads() == min(count, numba.config.NUMBA_NUM_THREADS)
     np.testing.assert_array_equal(b, np.full(8, 1.5, np.float32))
     np.testing.assert_array_equal(p, np.full(8, 1 - np.float32(1.5) * np.float32(0.1), np.float32))
+
+
+def test_numba_s_pool_start_leaves_the_thread_s_openmp_count_alone():
+    """numba's OpenMP layer sets the launching thread's OpenMP thread count to every core; ember-onednn's kernels
+    would then run on all of them. In a fresh process: one OpenMP thread before the first parallel kernel, and
+    after it."""
+    import subprocess
+    import sys
+
+    script = """
+import ctypes, numpy as np, ember
+from ember_numba import plugin
+gomp = ctypes.CDLL("libgomp.so.1")
+gomp.omp_set_num_threads(1)
+ember.set_num_threads(1)
+p = np.ones(1 << 16, np.float32)
+ember._plugins.cpu_kernels()["sgd_update"](p, p.copy(), p.copy(), *map(np.float32, (0.5, 1, 0.1)), False, True)
+import numba
+print(numba.threading_layer(), gomp.omp_get_max_threads())
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    layer, count = out.stdout.split()
+    assert count == "1", (layer, count)

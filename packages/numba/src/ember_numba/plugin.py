@@ -4,9 +4,17 @@ The kernels compiled with ``parallel=True`` run on numba's thread pool, which is
 threads (at most numba's ``NUMBA_NUM_THREADS``) in each thread that calls a kernel, as ember-onednn does with
 OpenMP's: with more, a pass over memory took 1.6x the CPU time of one thread for no gain in wall time on the 2-core
 development VM (SGD's update of 670,000 float32: 182 against 115 µs of CPU time, 122 against 115 µs of wall time).
+
+numba's OpenMP threading layer (``omp``, GNU OpenMP on Linux) also sets the calling thread's OpenMP thread count to
+``NUMBA_NUM_THREADS`` when it starts its pool, on the first parallel kernel; every later OpenMP region of that
+thread, ember-onednn's convolutions and GEMMs included, then ran on every core whatever ``OMP_NUM_THREADS`` or
+``ember.set_num_threads`` said (a one-thread MLP step took 7.3 ms of CPU time in 3.4 ms). A kernel call therefore
+puts the count back as it found it.
 """
 from __future__ import annotations
 
+import ctypes
+import functools
 import importlib
 import threading
 
@@ -41,14 +49,30 @@ def follow_threads() -> None:
         _threads.count = count
 
 
+@functools.cache
+def _openmp():
+    """GNU OpenMP's runtime as numba's ``omp`` layer loads it (None where there is none)."""
+    try:
+        return ctypes.CDLL("libgomp.so.1")
+    except OSError:
+        return None
+
+
 def _compiled(module: str, function: str):
     """``kernel(*args)`` that imports ``ember_numba.<module>`` and calls its ``function`` (compiled by numba, or
-    loaded from numba's cache, on its first call) on ember's thread count."""
+    loaded from numba's cache, on its first call) on ember's thread count, leaving this thread's OpenMP thread
+    count as it was."""
 
     def kernel(*args):
-        compiled = getattr(importlib.import_module(f"ember_numba.{module}"), function)
-        follow_threads()
-        return compiled(*args)
+        openmp = _openmp()
+        before = None if openmp is None else openmp.omp_get_max_threads()
+        try:
+            compiled = getattr(importlib.import_module(f"ember_numba.{module}"), function)
+            follow_threads()  # (numba starts its pool here, the first time)
+            return compiled(*args)
+        finally:
+            if openmp is not None and openmp.omp_get_max_threads() != before:
+                openmp.omp_set_num_threads(before)
 
     kernel.__name__ = kernel.__qualname__ = function
     kernel.__doc__ = f"ember-numba's compiled ``{module}.{function}`` (see ember.hookspecs.ember_cpu_kernels)."
