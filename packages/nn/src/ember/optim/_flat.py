@@ -31,6 +31,8 @@ def kernel_for(name: str, *arrays):
     C-contiguous float32 or float64 NumPy arrays of one dtype and size, else None: a parameter's own update then
     runs in one compiled pass too, as a flat batch's does."""
     first = arrays[0]
+    if first.size < KERNEL_MIN:  # the common small parameter: NumPy, decided at once
+        return None
     for a in arrays:
         if a is not None and (type(a) is not np.ndarray or a.dtype != first.dtype or a.size != first.size
                               or not a.flags.c_contiguous):
