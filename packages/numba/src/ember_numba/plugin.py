@@ -33,6 +33,7 @@ _KERNELS = {
     "adam_update": ("optim_kernels", "adam_update"),
     "max_pool_stage": ("pool_kernels", "max_stage"),
     "max_pool_scatter": ("pool_kernels", "scatter"),
+    "channel_affine": ("norm_kernels", "channel_affine"),
 }
 
 
@@ -82,5 +83,5 @@ def _compiled(module: str, function: str):
 @ember.hookimpl
 def ember_cpu_kernels():
     """The CPU backend's inner loops that ember-numba compiles: the random transforms, float16 conversions,
-    fused optimizer updates and max pooling's stages."""
+    fused optimizer updates, max pooling's stages and batch norm's affine map."""
     return {name: _compiled(module, function) for name, (module, function) in _KERNELS.items()}

@@ -1,5 +1,5 @@
-"""A ctypes binding of the few oneDNN 3.x C calls ember-onednn uses: memory descriptors, convolution and LSTM
-primitive descriptors, reorders, memory objects over NumPy buffers, and execution on one CPU stream.
+"""A ctypes binding of the few oneDNN 3.x C calls ember-onednn uses: memory descriptors, convolution, LSTM and max
+pooling primitive descriptors, reorders, memory objects over NumPy buffers, and execution on one CPU stream.
 
 The enum values are oneDNN 3.x's (``dnnl_types.h``, ``dnnl_common_types.h``); :mod:`._library` refuses another
 major version. Every call that returns a ``dnnl_status_t`` is checked: a failure raises :class:`DnnlError` naming
@@ -17,7 +17,9 @@ STATUS = {1: "out of memory", 2: "invalid arguments", 3: "unimplemented", 4: "la
 F32 = 3  # dnnl_f32
 TAG_ANY = 1  # dnnl_format_tag_any; dnnl_a, dnnl_ab, ... follow: the plain tag of an n-d array is n + 1
 FORWARD_TRAINING = 64
+FORWARD_INFERENCE = 96
 BACKWARD = 128
+POOLING_MAX = 0x1FF
 CONVOLUTION_DIRECT = 1
 LEFT2RIGHT, RIGHT2LEFT = 1, 2  # dnnl_rnn_direction_t (0 is undef in 3.x)
 CPU = 1  # dnnl_cpu
@@ -65,6 +67,8 @@ _SIGNATURES = {
     #  dst layer/iter/iter_c[, the diff of each of those], flags[, hint], attr)
     "dnnl_lstm_forward_primitive_desc_create": (_PP, _P, c_int, c_int) + (_P,) * 11 + (c_uint, _P),
     "dnnl_lstm_backward_primitive_desc_create": (_PP, _P, c_int, c_int) + (_P,) * 22 + (c_uint, _P, _P),
+    # (pd, engine, prop kind, algorithm, src, dst, strides, kernel, dilation, padding_l, padding_r, attr)
+    "dnnl_pooling_forward_primitive_desc_create": (_PP, _P, c_int, c_int, _P, _P, Dims, Dims, Dims, Dims, Dims, _P),
     "dnnl_reorder_primitive_desc_create": (_PP, _P, _P, _P, _P, _P),
     "dnnl_primitive_desc_query_md": (_P, c_int, c_int),
     "dnnl_primitive_desc_destroy": (_P,),
@@ -166,6 +170,12 @@ class Binding:
         diffs = [None if arg is None else mds[arg + DIFF] for arg in order]
         return self._out("dnnl_lstm_backward_primitive_desc_create", self.engine, BACKWARD, direction, *descs,
                          *diffs, 0, hint, None)
+
+    def max_pooling_pd(self, mds: dict, geometry) -> int:
+        """A max pooling primitive descriptor for inference (no workspace): ``geometry`` is ``(strides, kernel,
+        dilations, padding_l, padding_r)`` in oneDNN's convention (dilation 0 is none)."""
+        return self._out("dnnl_pooling_forward_primitive_desc_create", self.engine, FORWARD_INFERENCE, POOLING_MAX,
+                         mds[ARG_SRC], mds[ARG_DST], *(dims(v) for v in geometry), None)
 
     def reorder_pd(self, src_md: int, dst_md: int) -> int:
         return self._out("dnnl_reorder_primitive_desc_create", src_md, self.engine, dst_md, self.engine, None)

@@ -200,6 +200,37 @@ class Plan:
             pass
 
 
+class Primitive:
+    """A primitive over arrays of fixed shapes, all in C order: ``make_pd(mds)`` gets their descriptors (argument
+    index -> descriptor) and returns a primitive descriptor; :meth:`run` executes it, one call at a time. Creating
+    it raises :class:`~._dnnl.DnnlError` where oneDNN has no implementation."""
+
+    def __init__(self, dnnl: d.Binding, make_pd, shapes: dict, outputs: tuple):
+        self._lock = threading.Lock()
+        self.execution = None
+        mds = {arg: dnnl.memory_desc(shape) for arg, shape in shapes.items()}
+        pd = None
+        try:
+            pd = make_pd(mds)
+            self.execution = Execution(dnnl, pd, mds, outputs)
+        finally:
+            if pd is not None:
+                dnnl.destroy("primitive_desc", pd)
+            for md in mds.values():
+                dnnl.destroy("memory_desc", md)
+
+    def run(self, arrays: dict, arena: Arena) -> None:
+        with self._lock:
+            self.execution.run(arrays, arena)
+
+    def __del__(self):
+        try:
+            if self.execution is not None:
+                self.execution.destroy()
+        except Exception:  # at interpreter exit the library may be gone already
+            pass
+
+
 class PlanCache:
     """Plans by key, built on first use by ``build(*key)``; a key oneDNN has no implementation for maps to None
     (remembered). The least recently used plan goes first beyond ``size`` plans (each holds primitives, no data)."""

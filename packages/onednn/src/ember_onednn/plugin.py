@@ -1,5 +1,6 @@
-"""The ``ember`` plugin of ember-onednn: oneDNN's convolution and LSTM kernels over ember's own on the CPU backend,
-and its float32 matrix product as the CPU kernel ``gemm_float32``.
+"""The ``ember`` plugin of ember-onednn: oneDNN's convolution and LSTM kernels, and its max pooling for inference,
+over ember's own on the CPU backend, and its float32 matrix product as the CPU kernel
+``gemm_float32``.
 
 Registering it costs no more than finding the library's file: oneDNN (53 MB) is loaded by the first convolution or
 LSTM that runs, or by ``python -m ember info``. Where the file is missing (no wheel for the platform) the plugin gives
@@ -18,9 +19,11 @@ from . import _library
 #: the topic of this plugin's line in ``python -m ember info``
 TOPIC = "oneDNN kernels"
 #: op name -> (kernel set, its method): :class:`~ember_onednn._conv.Convolutions` (one kernel for a convolution
-#: inside and outside a backward pass, as ember's own) or :class:`~ember_onednn._lstm.Lstms`
+#: inside and outside a backward pass, as ember's own), :class:`~ember_onednn._lstm.Lstms` or
+#: :class:`~ember_onednn._pool.Pools`
 OPS = {"convolution": ("convolutions", "convolution"), "convolution_backward": ("convolutions", "convolution"),
-       "convolutionweightgrad": ("convolutions", "weight_grad"), "lstm": ("lstms", "forward")}
+       "convolutionweightgrad": ("convolutions", "weight_grad"), "lstm": ("lstms", "forward"),
+       "max_pool2d": ("pools", "max_pool2d")}
 
 _state: dict = {}
 
@@ -31,11 +34,12 @@ def _kernel_sets() -> dict | None:
     if "kernels" not in _state:
         try:
             lib, description = _library.load()
-            from . import _conv, _dnnl, _lstm
+            from . import _conv, _dnnl, _lstm, _pool
 
             dnnl, built_in = _dnnl.Binding(lib), _builtin()
             _state["kernels"] = {"convolutions": _conv.Convolutions(dnnl, built_in),
-                                 "lstms": _lstm.Lstms(dnnl, built_in["lstm"])}
+                                 "lstms": _lstm.Lstms(dnnl, built_in["lstm"]),
+                                 "pools": _pool.Pools(dnnl, built_in["max_pool2d"])}
             _state["description"] = description
         except (_library.Unavailable, OSError, AttributeError, RuntimeError) as exc:
             _state["kernels"], _state["reason"] = None, str(exc)
@@ -82,9 +86,9 @@ def gemm_float32(a, b, out) -> None:
 
 def _builtin() -> dict:
     """The built-in CPU kernels this plugin replaces: what runs where oneDNN does not."""
-    from ember.backends.cpu_kernels import convolution, recurrent
+    from ember.backends.cpu_kernels import convolution, pooling, recurrent
 
-    return {**convolution.KERNELS, **recurrent.KERNELS}
+    return {**convolution.KERNELS, **recurrent.KERNELS, "max_pool2d": pooling.KERNELS["max_pool2d"]}
 
 
 def _kernel(op: str):
@@ -122,14 +126,16 @@ def status() -> str:
 
     pool = ("OMP_NUM_THREADS" if os.environ.get("OMP_NUM_THREADS", "").strip()
             else f"{ember.get_num_threads()}, as ember.get_num_threads()")
-    return (f"in use: {_state['description']}; float32 convolutions and LSTMs, their gradients, and matrix products; "
+    return (f"in use: {_state['description']}; float32 convolutions and LSTMs, their gradients, "
+            f"max pooling for inference, and matrix products; "
             f"OpenMP threads: {pool}")
 
 
 @ember.hookimpl
 def ember_op_kernels(backend):
-    """On the CPU: ``convolution``, ``convolution_backward``, ``convolutionweightgrad`` and ``lstm``, claimed over
-    the built-in kernels (priority 1); nothing where oneDNN's library file is not installed."""
+    """On the CPU: ``convolution``, ``convolution_backward``, ``convolutionweightgrad``, ``lstm`` and
+    ``max_pool2d``, claimed over the built-in kernels (priority 1); nothing where oneDNN's library file is not
+    installed."""
     if backend.name != "cpu" or _state.get("kernels", True) is None:
         return {}
     try:

@@ -156,15 +156,21 @@ class BatchNormInference(Op):
     saves_inputs = True
 
     @staticmethod
-    def forward(ctx, xp, x, running_mean, running_var, weight, bias, eps=1e-5):
-        ctx.eps = eps
-        shape = _channel_shape(x.ndim, x.shape[1])
+    def factors(xp, running_mean, running_var, weight, bias, eps):
+        """``(scale, shift)`` per channel: the map is ``x * scale + shift``."""
         scale = 1 / xp.sqrt(running_var + eps)
         if weight is not None:
             scale = scale * weight
         shift = -running_mean * scale
         if bias is not None:
             shift = shift + bias
+        return scale, shift
+
+    @staticmethod
+    def forward(ctx, xp, x, running_mean, running_var, weight, bias, eps=1e-5):
+        ctx.eps = eps
+        shape = _channel_shape(x.ndim, x.shape[1])
+        scale, shift = BatchNormInference.factors(xp, running_mean, running_var, weight, bias, eps)
         # per-channel factors in the input's dtype: float64 statistics do not turn a float32 output into float64
         out = x * xp.reshape(xp.astype(scale, x.dtype), shape)
         out += xp.reshape(xp.astype(shift, x.dtype), shape)  # in place: one fresh array, two passes

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .. import _dtype as dt
 from ..autograd.function import Op
+from ..autograd.grad_mode import STATE
 from ._common import Tensor, tensor_method, wrap_dim
 from .pointwise import float_input
 from .view import Expand
@@ -63,6 +64,8 @@ class Sum(Op):
     @staticmethod
     def backward(ctx, g):
         if ctx.dims is None and not ctx.keepdim:
+            if not STATE.enabled:  # no graph of the backward: the broadcast view of g itself, without an op
+                return Tensor._make_view(g, g._device.backend.xp.broadcast_to(g._data, ctx.shape))
             return Expand.apply1(g, {"shape": ctx.shape})
         return expand_back(g, ctx.shape, ctx.dims, ctx.keepdim)
 

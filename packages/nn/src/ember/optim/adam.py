@@ -38,7 +38,8 @@ class Adam(Optimizer):
     ``'exp_avg_sq'`` (v) and ``'max_exp_avg_sq'`` with amsgrad. ``foreach=True`` or ``fused=True`` (CPU,
     floating parameters) keep each group's moments in one flat array per name
     and update all parameters in one pass over flat arrays, with bit-identical
-    results; the default updates parameter by parameter. ``capturable`` is
+    results; the default updates parameter by parameter (a large contiguous one
+    in one compiled pass too, where ember-numba is installed). ``capturable`` is
     accepted for PyTorch's signature.
 
     >>> import ember

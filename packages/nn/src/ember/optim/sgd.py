@@ -25,7 +25,8 @@ class SGD(Optimizer):
     The momentum buffer is the state ``'momentum_buffer'``. ``foreach=True`` or
     ``fused=True`` (CPU, floating parameters) keep each group's buffers in one
     flat array and update all parameters in one pass over flat arrays, with
-    bit-identical results; the default updates parameter by parameter.
+    bit-identical results; the default updates parameter by parameter (a large
+    contiguous one in one compiled pass too, where ember-numba is installed).
 
     >>> import ember
     >>> w = ember.tensor([1.0], requires_grad=True)

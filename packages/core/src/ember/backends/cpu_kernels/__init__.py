@@ -1,7 +1,7 @@
 """NumPy-only kernels of the CPU backend, one module per op family, each with a ``KERNELS`` dict."""
-from . import convolution, pooling, recurrent
+from . import convolution, normalization, pooling, recurrent
 
 
 def kernels() -> dict:
     """``{op_name: kernel}`` for every op the CPU backend runs with its own NumPy kernel."""
-    return {**convolution.KERNELS, **pooling.KERNELS, **recurrent.KERNELS}
+    return {**convolution.KERNELS, **normalization.KERNELS, **pooling.KERNELS, **recurrent.KERNELS}
