@@ -17,7 +17,7 @@ import collections
 import numpy as np
 
 from . import _dnnl as d
-from ._plan import Arena, Plan, PlanCache
+from ._plan import Arena, PlanCache, Primitive
 from ._threads import follow_blas
 
 #: plans kept, least recently used dropped first (each holds a primitive and its reorders; no data)
@@ -41,10 +41,12 @@ class Convolutions:
         #: how many calls ran on oneDNN, and how many went to the fallback (for tests and ``ember info``)
         self.calls = collections.Counter()
 
-    def _build(self, kind, shapes, outputs, geometry) -> Plan:
-        return Plan(self.dnnl, kind, dict(shapes), outputs, geometry)
+    def _build(self, kind, shapes, outputs, geometry) -> Primitive:
+        shapes = dict(shapes)
+        return Primitive(self.dnnl, lambda mds, made: _convolution_pd(self.dnnl, kind, mds, shapes, geometry, made),
+                         shapes, outputs)
 
-    def plan(self, kind: str, shapes: dict, outputs: tuple, geometry) -> Plan | None:
+    def plan(self, kind: str, shapes: dict, outputs: tuple, geometry) -> Primitive | None:
         """The cached plan, built on first use; None where oneDNN has no implementation for it (remembered)."""
         return self._plans.get((kind, tuple(shapes.items()), outputs, geometry))
 
@@ -112,6 +114,25 @@ class Convolutions:
     def _fallback(self, op, ctx, xp, *arrays, **attrs):
         self.calls["fallback"] += 1
         return self.fallback[op](ctx, xp, *arrays, **attrs)
+
+
+def _convolution_pd(dnnl, kind, user_mds, shapes, geometry, made) -> int:
+    """The primitive descriptor of a convolution pass between arrays of ``shapes`` (their descriptors
+    ``user_mds``), every layout but the bias's left to oneDNN; a backward pass gets a forward's as its hint. What
+    it creates besides goes to ``made`` (see :class:`~._plan.Primitive`)."""
+    def keep(kind_, handle):
+        made.append((kind_, handle))
+        return handle
+    # every layout free for the primitive to choose, but the bias: 1-d, it has one layout
+    any_mds = {arg: (md if arg == d.ARG_BIAS else keep("memory_desc", dnnl.memory_desc(shapes[arg], plain=False)))
+               for arg, md in user_mds.items()}
+    hint = None
+    if kind != "forward":  # the backward passes are created with a forward's as a hint
+        fwd = {d.ARG_SRC: any_mds.get(d.ARG_SRC, any_mds.get(d.ARG_DIFF_SRC)),
+               d.ARG_WEIGHTS: any_mds.get(d.ARG_WEIGHTS, any_mds.get(d.ARG_DIFF_WEIGHTS)),
+               d.ARG_DST: any_mds[d.ARG_DIFF_DST]}
+        hint = keep("primitive_desc", dnnl.convolution_pd("forward", fwd, geometry))
+    return dnnl.convolution_pd(kind, any_mds, geometry, hint)
 
 
 def _supported(a, b, geometry) -> bool:

@@ -1,11 +1,13 @@
-"""One oneDNN convolution primitive for one shape, run on NumPy arrays in place.
+"""oneDNN primitives for one shape each, run on NumPy arrays in place.
 
-A :class:`Plan` is built once per (pass, shapes, geometry) and cached by :mod:`._conv`. The primitive is created
-with oneDNN's preferred ("any") layouts, which for most shapes are blocked ones (channels in blocks of 8 or 16):
-that is where oneDNN is fast. Each NumPy array is described as what it is (C-order NCHW / OIHW, or GOIHW for
-groups); where the primitive wants exactly that, the array is passed in place (zero copy), and otherwise a reorder
-copies it into (or out of) a scratch buffer. The scratch buffers are not the plan's: each thread has one set
-(:class:`Arena`), grown to the largest convolution it ran, so that cached plans of many shapes hold no activations.
+A :class:`Primitive` (a convolution's pass, a pooling) or an LSTM's pair of them is built once per shape and
+cached (:class:`PlanCache`) by the kernels that use it (:mod:`._conv`, :mod:`._lstm`, :mod:`._pool`). A
+convolution's is created with oneDNN's preferred ("any") layouts, which for most shapes are blocked ones (channels
+in blocks of 8 or 16): that is where oneDNN is fast. Each NumPy array is described as what it is (C-order NCHW /
+OIHW, or GOIHW for groups); where the primitive wants exactly that, the array is passed in place (zero copy), and
+otherwise a reorder copies it into (or out of) a scratch buffer (:class:`Execution`). The scratch buffers are not
+the plan's: each thread has one set (:class:`Arena`), grown to the largest primitive it ran, so that cached plans
+of many shapes hold no activations.
 """
 from __future__ import annotations
 
@@ -144,84 +146,38 @@ class Execution:
         self._handles = []
 
 
-class Plan:
-    """A convolution primitive of ``kind`` (``"forward"``, ``"backward_data"``, ``"backward_weights"``) between
-    arrays of the given shapes; :meth:`run` executes it on arrays of exactly those shapes (C-contiguous float32).
+class Primitive:
+    """A primitive over arrays of fixed shapes, all in C order; :meth:`run` executes it, one call at a time.
 
-    ``shapes`` maps oneDNN argument indices (``ARG_SRC``, ...) to the shapes of the user's arrays, in oneDNN's
-    logical order (weights with groups as ``(G, O/G, I/G, *kernel)``); ``outputs`` names the arguments the
-    primitive writes; ``geometry`` is ``(strides, dilations, padding_l, padding_r)`` in oneDNN's convention.
-    Creating it raises :class:`~._dnnl.DnnlError` where oneDNN has no implementation.
+    ``make_pd(mds, made)`` gets the arrays' descriptors (argument index -> descriptor) and returns a primitive
+    descriptor; anything else it creates (descriptors in the layouts the primitive may choose, a forward pass's
+    descriptor as a backward's hint) it appends to ``made`` as ``(kind, handle)``, destroyed once the primitive is
+    made. Creating it raises :class:`~._dnnl.DnnlError` where oneDNN has no implementation.
     """
 
-    def __init__(self, dnnl: d.Binding, kind: str, shapes: dict, outputs: tuple, geometry):
-        self._lock = threading.Lock()
+    def __init__(self, dnnl: d.Binding, make_pd, shapes: dict, outputs: tuple):
+        self._lock = threading.Lock()  # the memory objects are the primitive's: one execution at a time
         self.execution = None
-        user_mds = {arg: dnnl.memory_desc(shape) for arg, shape in shapes.items()}
-        # every layout free for the primitive to choose, but the bias: 1-d, it has one layout
-        any_mds = {arg: (md if arg == d.ARG_BIAS else dnnl.memory_desc(shapes[arg], plain=False))
-                   for arg, md in user_mds.items()}
-        pds = []
+        mds = {arg: dnnl.memory_desc(shape) for arg, shape in shapes.items()}
+        made = [("memory_desc", md) for md in mds.values()]
         try:
-            hint = None
-            if kind != "forward":  # the backward passes are created with a forward's as a hint
-                fwd = {d.ARG_SRC: any_mds.get(d.ARG_SRC, any_mds.get(d.ARG_DIFF_SRC)),
-                       d.ARG_WEIGHTS: any_mds.get(d.ARG_WEIGHTS, any_mds.get(d.ARG_DIFF_WEIGHTS)),
-                       d.ARG_DST: any_mds[d.ARG_DIFF_DST]}
-                hint = dnnl.convolution_pd("forward", fwd, geometry)
-                pds.append(hint)
-            pd = dnnl.convolution_pd(kind, any_mds, geometry, hint)
-            pds.append(pd)
-            self.execution = Execution(dnnl, pd, user_mds, outputs)
+            pd = make_pd(mds, made)
+            made.append(("primitive_desc", pd))
+            self.execution = Execution(dnnl, pd, mds, outputs)
         finally:
-            for pd in pds:
-                dnnl.destroy("primitive_desc", pd)
-            for arg, md in user_mds.items():
-                dnnl.destroy("memory_desc", md)
-                if any_mds[arg] != md:
-                    dnnl.destroy("memory_desc", any_mds[arg])
+            for kind, handle in reversed(made):
+                dnnl.destroy(kind, handle)
 
     def run(self, arrays: dict, arena: Arena) -> None:
-        """Execute on ``arrays`` (argument index -> C-contiguous float32 NumPy array; outputs are written), with
-        this thread's ``arena`` for the reordered arguments."""
-        with self._lock:  # the memory objects are the plan's: one execution at a time
+        """Execute on ``arrays`` (argument index -> C-contiguous NumPy array; outputs are written), with this
+        thread's ``arena`` for the reordered arguments."""
+        with self._lock:
             self.execution.run(arrays, arena)
 
     @property
     def copies(self) -> int:
         """How many arguments go through a reorder (0: every array is used in place)."""
         return self.execution.copies
-
-    def __del__(self):
-        try:
-            if self.execution is not None:
-                self.execution.destroy()
-        except Exception:  # at interpreter exit the library may be gone already
-            pass
-
-
-class Primitive:
-    """A primitive over arrays of fixed shapes, all in C order: ``make_pd(mds)`` gets their descriptors (argument
-    index -> descriptor) and returns a primitive descriptor; :meth:`run` executes it, one call at a time. Creating
-    it raises :class:`~._dnnl.DnnlError` where oneDNN has no implementation."""
-
-    def __init__(self, dnnl: d.Binding, make_pd, shapes: dict, outputs: tuple):
-        self._lock = threading.Lock()
-        self.execution = None
-        mds = {arg: dnnl.memory_desc(shape) for arg, shape in shapes.items()}
-        pd = None
-        try:
-            pd = make_pd(mds)
-            self.execution = Execution(dnnl, pd, mds, outputs)
-        finally:
-            if pd is not None:
-                dnnl.destroy("primitive_desc", pd)
-            for md in mds.values():
-                dnnl.destroy("memory_desc", md)
-
-    def run(self, arrays: dict, arena: Arena) -> None:
-        with self._lock:
-            self.execution.run(arrays, arena)
 
     def __del__(self):
         try:

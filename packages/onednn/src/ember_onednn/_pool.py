@@ -39,7 +39,7 @@ class Pools:
         strides, kernel, dilations, left, _ = geometry
         if any(_padding_only(*dims) for dims in zip(in_shape[2:], out_shape[2:], kernel, strides, dilations, left)):
             raise d.DnnlError("a pooling window reads padding only")  # remembered: ember's kernel for this shape
-        return Primitive(self.dnnl, lambda mds: self.dnnl.max_pooling_pd(mds, geometry),
+        return Primitive(self.dnnl, lambda mds, made: self.dnnl.max_pooling_pd(mds, geometry),
                          {d.ARG_SRC: in_shape, d.ARG_DST: out_shape}, (d.ARG_DST,))
 
     def max_pool2d(self, ctx, xp, a, kernel_size=(1,), stride=(1,), padding=(0,), dilation=(1,), ceil_mode=False):
