@@ -50,3 +50,19 @@ print(numba.threading_layer(), gomp.omp_get_max_threads())
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     layer, count = out.stdout.split()
     assert count == "1", (layer, count)
+
+
+def test_a_serial_kernel_does_not_start_numba_s_pool():
+    """The random transforms and the other one-thread kernels leave numba's thread pool unstarted (fresh process)."""
+    import subprocess
+    import sys
+
+    script = """
+import ember
+from numba.np.ufunc import parallel
+ember.manual_seed(0)
+x = ember.randn(1 << 17)
+print(parallel._is_initialized)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["False"]

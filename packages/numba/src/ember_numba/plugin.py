@@ -61,14 +61,16 @@ def _openmp():
 
 def _compiled(module: str, function: str):
     """``kernel(*args)`` that imports ``ember_numba.<module>`` and calls its ``function`` (compiled by numba, or
-    loaded from numba's cache, on its first call) on ember's thread count, leaving this thread's OpenMP thread
-    count as it was."""
+    loaded from numba's cache, on its first call); a parallel one on ember's thread count, leaving this thread's
+    OpenMP thread count as it was."""
 
     def kernel(*args):
+        compiled = getattr(importlib.import_module(f"ember_numba.{module}"), function)
+        if not getattr(compiled, "targetoptions", {}).get("parallel"):
+            return compiled(*args)  # one thread: numba's pool is neither needed nor started
         openmp = _openmp()
         before = None if openmp is None else openmp.omp_get_max_threads()
         try:
-            compiled = getattr(importlib.import_module(f"ember_numba.{module}"), function)
             follow_threads()  # (numba starts its pool here, the first time)
             return compiled(*args)
         finally:
