@@ -64,9 +64,14 @@ def _compiled(module: str, function: str):
     loaded from numba's cache, on its first call); a parallel one on ember's thread count, leaving this thread's
     OpenMP thread count as it was."""
 
+    found: list = []  # (the compiled function, whether it is parallel), filled by the first call
+
     def kernel(*args):
-        compiled = getattr(importlib.import_module(f"ember_numba.{module}"), function)
-        if not getattr(compiled, "targetoptions", {}).get("parallel"):
+        if not found:
+            compiled = getattr(importlib.import_module(f"ember_numba.{module}"), function)
+            found[:] = compiled, bool(getattr(compiled, "targetoptions", {}).get("parallel"))
+        compiled, parallel = found
+        if not parallel:
             return compiled(*args)  # one thread: numba's pool is neither needed nor started
         openmp = _openmp()
         before = None if openmp is None else openmp.omp_get_max_threads()

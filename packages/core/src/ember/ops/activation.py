@@ -59,13 +59,16 @@ class Sigmoid(Op):
 
     @staticmethod
     def backward(ctx, g):
-        out = ctx.saved_output
-        return g * out * (1 - out)
+        return _sigmoid_slope(g, ctx.saved_output)
 
     @staticmethod
     def backward_arrays(ctx, xp, g):
-        out = ctx.saved_output._data
-        return g * out * (1 - out)
+        return _sigmoid_slope(g, ctx.saved_output._data)
+
+
+def _sigmoid_slope(g, out):
+    """``g * sigmoid'`` from sigmoid's output, on tensors or on arrays alike."""
+    return g * out * (1 - out)
 
 
 @tensor_method()

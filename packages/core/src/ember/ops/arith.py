@@ -102,18 +102,16 @@ class Mul(Op):
         need = ctx.needs_input_grad
         x = a._data if isinstance(a, Tensor) else a  # either may be a Python number
         y = b._data if isinstance(b, Tensor) else b
-        ga = gb = None
-        if need[0]:
-            ga = xp.multiply(g, y)
-            if scale != 1:
-                ga *= scale
-            ga = sum_to(ga, x.shape, xp)
-        if need[1]:
-            gb = xp.multiply(g, x)
-            if scale != 1:
-                gb *= scale
-            gb = sum_to(gb, y.shape, xp)
-        return ga, gb
+        return (_scaled_product(xp, g, y, scale, x) if need[0] else None,
+                _scaled_product(xp, g, x, scale, y) if need[1] else None)
+
+
+def _scaled_product(xp, g, other, scale, like):
+    """``scale * g * other`` summed down to ``like``'s shape: one input's gradient in ``Mul.backward_arrays``."""
+    grad = xp.multiply(g, other)
+    if scale != 1:
+        grad *= scale
+    return sum_to(grad, like.shape, xp)
 
 
 class Div(Op):

@@ -28,7 +28,7 @@ def _pair(fn, input, target):
 
 
 def _input_target_grads(ctx, grad):
-    """``grad`` for the input and ``-grad`` for the target, each only where it is needed."""
+    """``grad`` for the input and ``-grad`` for the target, each only where it is needed (tensors or arrays)."""
     need = ctx.needs_input_grad
     return (grad if need[0] else None), (-grad if need[1] else None)
 
@@ -53,8 +53,7 @@ class MseLoss(Op):
         a, b = ctx.saved_tensors
         grad = a._data - b._data
         grad *= grad_scale(g, ctx.reduction, a.shape) * 2
-        need = ctx.needs_input_grad
-        return (grad if need[0] else None), (-grad if need[1] else None)
+        return _input_target_grads(ctx, grad)
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):

@@ -66,13 +66,15 @@ def _check_tensor(fn_name, input):
 # (public name, Op class name, forward on arrays, backward from (grad, saved), what backward saves (None: nothing),
 #  example)
 def _unary_op(cls_name, name, forward, grad, saves):
-    def backward(ctx, g):
-        saved = ctx.saved_output if saves == "output" else ctx.saved_tensors[0] if saves == "input" else None
-        return grad(g, saved)
+    def saved(ctx):
+        return ctx.saved_output if saves == "output" else ctx.saved_tensors[0] if saves == "input" else None
 
-    def backward_arrays(ctx, xp, g):
-        saved = ctx.saved_output if saves == "output" else ctx.saved_tensors[0] if saves == "input" else None
-        return grad(g, None if saved is None else saved._data)
+    def backward(ctx, g):
+        return grad(g, saved(ctx))
+
+    def backward_arrays(ctx, xp, g):  # the same formula, on the saved tensor's array
+        kept = saved(ctx)
+        return grad(g, None if kept is None else kept._data)
     body = {"name_": name, "saves_inputs": saves == "input", "saves_output": saves == "output",
             "forward": staticmethod(forward), "backward": staticmethod(backward), "__module__": __name__}
     if name in _ARITHMETIC_GRADS:
