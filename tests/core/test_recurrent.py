@@ -160,3 +160,19 @@ def test_float32_stays_float32():
 def test_unknown_nonlinearity():
     with pytest.raises(ValueError, match="Unknown nonlinearity 'sigmoid'. Select from 'tanh' or 'relu'"):
         rnn_layer(ember.zeros(1, 1, 1), ember.zeros(1, 1), ember.zeros(1, 1), "sigmoid")
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(w_ih=(8, 4)), "w_ih has shape \\[8, 4\\], expected \\[8, 3\\]"),
+    (dict(b=(7,)), "b has shape \\[7\\], expected \\[8\\]"),
+    (dict(h0=(3, 2)), "h0 has shape \\[3, 2\\], expected \\[2, 2\\]"),
+    (dict(c0=(2, 5)), "c0 has shape \\[2, 5\\], expected \\[2, 2\\]"),
+    (dict(w_hh=(8, 3)), "w_hh \\[8, 3\\] has 3 columns but the hidden size is 2"),
+    (dict(x=(3, 2)), "expected x \\[L, N, input\\]"),
+])
+def test_lstm_layer_names_the_input_whose_shape_does_not_fit(bad, message):
+    shapes = dict(x=(4, 2, 3), w_ih=(8, 3), b=(8,), w_hh=(8, 2), h0=(2, 2), c0=(2, 2))
+    shapes.update(bad)
+    inputs = {name: ember.zeros(*shape) for name, shape in shapes.items()}
+    with pytest.raises(ValueError, match=message):
+        lstm_layer(**inputs)

@@ -108,3 +108,17 @@ def test_retained_graph_and_double_backward():
     np.testing.assert_allclose(g.detach().numpy(), g1.numpy(), rtol=1e-5, atol=1e-6)
     (g * g).sum().backward()
     assert x.grad is not None and np.isfinite(x.grad.numpy()).all()
+
+
+def test_shapes_the_primitive_would_misread_go_to_the_built_in_kernel():
+    """Called with a w_ih that does not fit x (lstm_layer refuses this first), the kernel never lets oneDNN read
+    past an array: ember's kernel runs, and NumPy's matmul raises."""
+    class Ctx:
+        pass
+    lstms = plugin.lstms()
+    before = lstms.calls["fallback"]
+    a = np.zeros
+    with pytest.raises(ValueError):
+        lstms.forward(Ctx(), np, a((4, 2, 3), np.float32), a((8, 2), np.float32), None, a((8, 2), np.float32),
+                      a((2, 2), np.float32), a((2, 2), np.float32), None)
+    assert lstms.calls["fallback"] == before + 1

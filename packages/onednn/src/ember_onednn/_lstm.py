@@ -155,10 +155,16 @@ class Lstms:
 
 
 def _supported(x, w_ih, b, w_hh, h0, c0) -> bool:
-    """Whether oneDNN runs this LSTM: float32 throughout, no projection, nothing empty."""
+    """Whether oneDNN runs this LSTM: float32 throughout, no projection, nothing empty, and every shape the one
+    the primitive will read (it reads by shape: anything else goes to ember's kernel, which raises)."""
     arrays = (x, w_ih, w_hh, h0, c0) + (() if b is None else (b,))
-    return (all(a.dtype == np.float32 for a in arrays) and x.ndim == 3 and x.size > 0 and w_hh.ndim == 2
-            and w_hh.shape[0] == 4 * w_hh.shape[1] and w_hh.size > 0)
+    if not (all(a.dtype == np.float32 for a in arrays) and x.ndim == 3 and x.size > 0 and w_hh.ndim == 2
+            and w_hh.shape[0] == 4 * w_hh.shape[1] and w_hh.size > 0):
+        return False
+    gates, hidden = w_hh.shape
+    state = (x.shape[1], hidden)
+    return (w_ih.shape == (gates, x.shape[2]) and (b is None or b.shape == (gates,)) and h0.shape == state
+            and c0.shape == state)
 
 
 def _contiguous(a: np.ndarray) -> np.ndarray:

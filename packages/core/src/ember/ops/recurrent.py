@@ -402,7 +402,26 @@ def lstm_layer(x, w_ih, b, w_hh, h0, c0, w_hr=None, reverse=False):
     >>> c_n
     tensor([[1.2614]])
     """
+    _check_lstm_shapes(x, w_ih, b, w_hh, h0, c0, w_hr)
     return LSTM.apply(x, w_ih, b, w_hh, h0, c0, w_hr, reverse=reverse)
+
+
+def _check_lstm_shapes(x, w_ih, b, w_hh, h0, c0, w_hr) -> None:
+    """A ValueError naming the first input whose shape does not fit the others (kernels read by these shapes)."""
+    if x.ndim != 3 or w_ih.ndim != 2 or w_hh.ndim != 2 or w_hh.shape[0] % 4:
+        raise ValueError(f"lstm_layer: expected x [L, N, input], w_ih [4*H, input] and w_hh [4*H, H_out], got "
+                         f"{list(x.shape)}, {list(w_ih.shape)} and {list(w_hh.shape)}")
+    gates, (_, batch, inputs) = w_hh.shape[0], x.shape
+    hidden, out_size = gates // 4, w_hh.shape[1]
+    expected = {"w_ih": (w_ih, (gates, inputs)), "b": (b, (gates,)), "h0": (h0, (batch, out_size)),
+                "c0": (c0, (batch, hidden)), "w_hr": (w_hr, (out_size, hidden))}
+    if w_hr is None and out_size != hidden:
+        raise ValueError(f"lstm_layer: w_hh {list(w_hh.shape)} has {out_size} columns but the hidden size is "
+                         f"{hidden}, and no projection w_hr is given")
+    for name, (t, shape) in expected.items():
+        if t is not None and tuple(t.shape) != shape:
+            raise ValueError(f"lstm_layer: {name} has shape {list(t.shape)}, expected {list(shape)} (from x "
+                             f"{list(x.shape)} and w_hh {list(w_hh.shape)})")
 
 
 def gru_layer(x_proj, w_hh, b_hh, h0, reverse=False):
