@@ -14,7 +14,7 @@ A workload module defines:
   ``libs`` maps ``"ember"`` (and ``"torch"`` when it imports) to the module; ``timer(fns)`` times a
   dict of functions alternately, as the main table does, and returns their median seconds.
 """
-from . import cnn, lstm, mlp, per_op, resnet18, resnet18_compiled, tiny
+from . import cnn, lstm, mlp, per_op, resnet18, resnet18_compiled, resnet18_openvino, tiny
 
 #: every workload module, in table order
-WORKLOADS = [mlp, cnn, tiny, resnet18, resnet18_compiled, lstm, per_op.ADD, per_op.MUL_SUM_BACKWARD]
+WORKLOADS = [mlp, cnn, tiny, resnet18, resnet18_compiled, resnet18_openvino, lstm, per_op.ADD, per_op.MUL_SUM_BACKWARD]

@@ -690,7 +690,8 @@ def compile(
     backend may need them (``"onnxruntime"`` does, as ``torch.export`` does). ``options`` go to the backend
     as they are. The backends come from plugins (hook ``ember_compilers``); :func:`list_compilers` names
     those installed. With ``"onnxruntime"`` (distribution ember-onnx) the compiled model runs the exported
-    ONNX graph in onnxruntime for inference: see :func:`ember.onnx.compile_onnxruntime`.
+    ONNX graph in onnxruntime for inference: see :func:`ember.onnx.compile_onnxruntime`; ``"openvino"`` (the
+    extra ``ember-onnx[openvino]``) compiles the same graph with OpenVINO: see :func:`ember.onnx.compile_openvino`.
 
     >>> import ember
     >>> net = ember.nn.Sequential(ember.nn.Linear(4, 3), ember.nn.ReLU()).eval()

@@ -1,5 +1,6 @@
 """``ember.compile``: a model made into a faster callable by a compiler backend that a plugin gives (hook
-``ember_compilers``; ember-onnx gives ``"onnxruntime"``, which runs the exported graph in one onnxruntime session).
+``ember_compilers``; ember-onnx gives ``"onnxruntime"``, which runs the exported graph in one onnxruntime session,
+and ``"openvino"`` where OpenVINO is installed).
 
 >>> import ember
 >>> sorted(ember.list_compilers()) == sorted(ember.collect_claims("ember_compilers"))
@@ -12,7 +13,7 @@ from ._plugins import collect_claims
 __all__ = ["compile", "list_compilers"]
 
 #: the distribution that gives each of ember's own compiler backends, for the error when it is missing
-_FROM = {"onnxruntime": "ember-onnx"}
+_FROM = {"onnxruntime": "ember-onnx", "openvino": "ember-onnx[openvino]"}
 
 
 def list_compilers() -> list[str]:
@@ -27,7 +28,8 @@ def compile(model, example_inputs=None, *, backend: str = "onnxruntime", options
     backend may need them (``"onnxruntime"`` does, as ``torch.export`` does). ``options`` go to the backend
     as they are. The backends come from plugins (hook ``ember_compilers``); :func:`list_compilers` names
     those installed. With ``"onnxruntime"`` (distribution ember-onnx) the compiled model runs the exported
-    ONNX graph in onnxruntime for inference: see :func:`ember.onnx.compile_onnxruntime`.
+    ONNX graph in onnxruntime for inference: see :func:`ember.onnx.compile_onnxruntime`; ``"openvino"`` (the
+    extra ``ember-onnx[openvino]``) compiles the same graph with OpenVINO: see :func:`ember.onnx.compile_openvino`.
 
     >>> import ember
     >>> net = ember.nn.Sequential(ember.nn.Linear(4, 3), ember.nn.ReLU()).eval()

@@ -35,14 +35,13 @@ initializers are parameters under their ONNX names, so it can be fine-tuned.
 >>> max(diffs) < 1e-5
 True
 """
-from ._compiled import CompiledModel, compile_onnxruntime
+from ._compiled import CompiledModel, compile_onnxruntime, compile_openvino
 from ._export import build_model, export, registered_lowerings
 from ._import import load
 from ._verify import verify
 from .errors import OnnxImportError, UnsupportedExportError, UnsupportedImportError, VerificationError
 
-__all__ = ["export", "verify", "build_model", "registered_lowerings", "load", "compile_onnxruntime", "CompiledModel",
-            "UnsupportedExportError",
-           "VerificationError", "OnnxImportError", "UnsupportedImportError"]
+__all__ = ["export", "verify", "build_model", "registered_lowerings", "load", "compile_onnxruntime", "compile_openvino",
+           "CompiledModel", "UnsupportedExportError", "VerificationError", "OnnxImportError", "UnsupportedImportError"]
 
 registered_lowerings()  # registers ember's own lowerings as a plugin

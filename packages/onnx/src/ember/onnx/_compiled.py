@@ -1,12 +1,13 @@
 """``ember.compile(model, example_inputs, backend="onnxruntime")``: the model exported to ONNX and run, for inference,
 in one onnxruntime session, where onnxruntime fuses what ember runs op by op (a convolution with its batch norm and
-ReLU, say).
+ReLU, say). ``backend="openvino"`` (the extra ``ember-onnx[openvino]``) runs the same graph compiled by OpenVINO
+for this machine's CPU instead (:mod:`ember.onnx._runtimes` holds both runtimes).
 
 The compiled model follows the eager one: a call with inputs of another shape or dtype exports the model again for
 them (as ``torch.compile`` recompiles; up to :data:`MAX_SIGNATURES` kept), and a call after the model's parameters
 or buffers changed in place (an optimizer step, ``load_state_dict``) exports it again with the new values (it
-watches their version counters). Outputs equal the eager model's in eval mode up to float rounding: onnxruntime
-sums in another order and fuses ops, so float32 outputs differ by about 1e-6 relative (the tests hold them to
+watches their version counters). Outputs equal the eager model's in eval mode up to float rounding: the runtimes
+sum in another order and fuse ops, so float32 outputs differ by about 1e-6 relative (the tests hold them to
 ``rtol=1e-4, atol=1e-5``).
 
 >>> import ember
@@ -28,14 +29,12 @@ from ember import Tensor
 from ember import _sibling_api as core
 
 from ._export import as_args, build_model
+from ._runtimes import OnnxRuntime, OpenVino
 from ._trace import flatten_outputs
 from .errors import UnsupportedExportError
 
 #: input signatures (shapes and dtypes) whose sessions a compiled model keeps; the oldest goes first
 MAX_SIGNATURES = 8
-#: session options a caller may set through ``options``, with their types
-_SESSION_OPTIONS = {"intra_op_num_threads": int, "inter_op_num_threads": int, "graph_optimization_level": str,
-                    "enable_mem_pattern": bool, "enable_cpu_mem_arena": bool}
 
 
 def compile_onnxruntime(model, example_inputs, options=None) -> CompiledModel:
@@ -47,28 +46,44 @@ def compile_onnxruntime(model, example_inputs, options=None) -> CompiledModel:
     ``enable_mem_pattern``, ``enable_cpu_mem_arena``. A model with an op ONNX cannot express raises
     :class:`~ember.onnx.UnsupportedExportError` naming the op, here rather than at the first call.
     """
+    return _compile(model, example_inputs, OnnxRuntime(options or {}))
+
+
+def compile_openvino(model, example_inputs, options=None) -> CompiledModel:
+    """``model`` compiled by OpenVINO for this machine's CPU, checked on ``example_inputs``: the compiler that
+    ``ember.compile(..., backend="openvino")`` calls (needs the extra ``ember-onnx[openvino]``).
+
+    ``options``: ``inference_num_threads``, ``inference_precision`` (``"f32"``, the default, ``"bf16"`` or
+    ``"f16"``) and ``enable_cpu_pinning``. Otherwise as :func:`compile_onnxruntime`.
+    """
+    return _compile(model, example_inputs, OpenVino(options or {}))
+
+
+def _compile(model, example_inputs, runtime) -> CompiledModel:
+    backend = runtime.backend
     if example_inputs is None:
-        raise TypeError("ember.compile(backend='onnxruntime') needs example_inputs (a tensor or a tuple of them): "
+        raise TypeError(f"ember.compile(backend={backend!r}) needs example_inputs (a tensor or a tuple of them): "
                         "the model is traced with them, as torch.export does")
     if getattr(model, "training", False):
-        warnings.warn("ember.compile(backend='onnxruntime'): the model is in training mode; the compiled model runs "
+        warnings.warn(f"ember.compile(backend={backend!r}): the model is in training mode; the compiled model runs "
                       "it in eval mode (dropout off, batch norm with running statistics). Call model.eval() first",
-                      UserWarning, stacklevel=3)
-    compiled = CompiledModel(model, _session_options(options or {}))
+                      UserWarning, stacklevel=5)
+    compiled = CompiledModel(model, runtime)
     compiled._session_for(as_args(tuple(example_inputs)))
     return compiled
 
 
 class CompiledModel:
-    """A model running in onnxruntime sessions, one per input signature; call it as the model.
+    """A model running in sessions of an inference runtime (onnxruntime or OpenVINO), one per input signature;
+    call it as the model.
 
     Inference only: the outputs carry no autograd graph, and an input that requires grad is an error (train the
     eager model). The model runs as in eval mode (dropout off, batch norm with its running statistics).
     """
 
-    def __init__(self, model, session_options: dict):
+    def __init__(self, model, runtime):
         self.model = model
-        self._options = session_options
+        self._runtime = runtime
         self._sessions: collections.OrderedDict = collections.OrderedDict()
         self._state = _state_tensors(model)
 
@@ -78,12 +93,12 @@ class CompiledModel:
                 raise TypeError(f"compiled model: input {i} is a {type(t).__name__}; expected tensors, as in "
                                 "example_inputs")
             if t.requires_grad and ember.is_grad_enabled():
-                raise RuntimeError(f"compiled model: input {i} requires grad, but a model compiled for onnxruntime "
-                                   "runs inference only (its outputs carry no autograd graph); train the eager "
-                                   "model, or call it under ember.no_grad()")
-        session, names, single = self._session_for(inputs)
-        feed = {name: np.ascontiguousarray(t.detach().cpu().numpy()) for name, t in zip(names, inputs)}
-        outputs = [ember.from_numpy(o) for o in session.run(None, feed)]
+                raise RuntimeError(f"compiled model: input {i} requires grad, but a model compiled for "
+                                   f"{self._runtime.backend} runs inference only (its outputs carry no autograd "
+                                   "graph); train the eager model, or call it under ember.no_grad()")
+        run, single = self._session_for(inputs)
+        outputs = [ember.from_numpy(o) for o in run([np.ascontiguousarray(t.detach().cpu().numpy())
+                                                      for t in inputs])]
         device = inputs[0].device if inputs else None
         if device is not None and device.type != "cpu":
             outputs = [o.to(device) for o in outputs]
@@ -104,25 +119,19 @@ class CompiledModel:
         return built
 
     def _build(self, inputs: tuple):
-        import onnxruntime
-
+        backend = self._runtime.backend
         cpu_inputs = tuple(t.detach().cpu() for t in inputs)
         try:
-            with warnings.catch_warnings():  # export's warning on training mode: compile_onnxruntime gave its own
+            with warnings.catch_warnings():  # export's warning on training mode: _compile gave its own
                 warnings.filterwarnings("ignore", "ember.onnx.export: the model is in training mode", UserWarning)
                 proto = build_model(self.model, cpu_inputs)
         except UnsupportedExportError as exc:
-            raise UnsupportedExportError(f"ember.compile(backend='onnxruntime'): the model cannot be exported: "
+            raise UnsupportedExportError(f"ember.compile(backend={backend!r}): the model cannot be exported: "
                                          f"{exc}") from exc
-        options = onnxruntime.SessionOptions()
-        for name, value in self._options.items():
-            setattr(options, name, value)
-        session = onnxruntime.InferenceSession(proto.SerializeToString(), options,
-                                               providers=["CPUExecutionProvider"])
-        names = [i.name for i in session.get_inputs()]
+        run = self._runtime.load(proto.SerializeToString())
         with ember.no_grad():
             single = isinstance(_eval_call(self.model, cpu_inputs), Tensor)
-        return session, names, single
+        return run, single
 
 
 def _eval_call(model, inputs):
@@ -145,30 +154,3 @@ def _state_tensors(model) -> list:
     if hasattr(model, "parameters") and hasattr(model, "buffers"):
         return [*model.parameters(), *model.buffers()]
     return []
-
-
-def _session_options(options: dict) -> dict:
-    import onnxruntime
-
-    levels = {"disable": onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL,
-              "basic": onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-              "extended": onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-              "all": onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL}
-    if not isinstance(options, dict):
-        raise TypeError(f"ember.compile: options must be a dict of onnxruntime session options, got "
-                        f"{type(options).__name__}")
-    checked = {}
-    for name, value in options.items():
-        kind = _SESSION_OPTIONS.get(name)
-        if kind is None:
-            raise ValueError(f"ember.compile(backend='onnxruntime'): unknown option {name!r}; known: "
-                             f"{sorted(_SESSION_OPTIONS)}")
-        if kind is str:
-            if value not in levels:
-                raise ValueError(f"ember.compile: graph_optimization_level must be one of {sorted(levels)}, got "
-                                 f"{value!r}")
-            value = levels[value]
-        elif isinstance(value, bool) != (kind is bool) or not isinstance(value, kind):
-            raise TypeError(f"ember.compile: option {name} must be {kind.__name__}, got {value!r}")
-        checked[name] = value
-    return checked
