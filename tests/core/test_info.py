@@ -68,8 +68,9 @@ def test_info_lists_backends_and_devices(report):
 
 
 def test_info_names_the_plugin_of_the_cpu_kernels(report):
-    kernels = ("adam_update, channel_affine, float16_to_float32, float32_to_float16, max_pool_scatter, max_pool_stage, "
-               "random_bernoulli, random_integers, random_normal, random_permutation, random_uniform, sgd_update")
+    kernels = ("adam_update, channel_affine, cross_entropy, cross_entropy_backward, float16_to_float32, "
+               "float32_to_float16, max_pool_scatter, max_pool_stage, random_bernoulli, random_integers, "
+               "random_normal, random_permutation, random_uniform, relu, relu_backward, sgd_update")
     assert section(report, "CPU kernels") == [f"{kernels}  [plugin numba]", "gemm_float32  [plugin onednn]"]
 
 

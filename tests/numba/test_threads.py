@@ -66,3 +66,25 @@ print(parallel._is_initialized)
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == ["False"]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_of_the_pool_s_process_runs_the_kernels_serially(threads):
+    """numba kills a forked child that launches a parallel kernel on GNU OpenMP after its parent did; the plugin
+    runs a serial compile of the kernel there instead, with the same results."""
+    import os
+
+    ember.set_num_threads(2)
+    f = np.float32
+    kernel = ember._plugins.cpu_kernels()["sgd_update"]
+    rng = np.random.default_rng(0)
+    p0, g, b0 = (rng.standard_normal(1 << 16).astype(f) for _ in range(3))
+    p, b = p0.copy(), b0.copy()
+    kernel(p, g, b, f(0.9), f(1), f(0.1), False, True)  # the parent's pool starts here
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 only for the parent's results
+        q, c = p0.copy(), b0.copy()
+        kernel(q, g, c, f(0.9), f(1), f(0.1), False, True)
+        os._exit(0 if np.array_equal(q, p) and np.array_equal(c, b) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

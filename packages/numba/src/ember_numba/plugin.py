@@ -10,12 +10,17 @@ numba's OpenMP threading layer (``omp``, GNU OpenMP on Linux) also sets the call
 thread, ember-onednn's convolutions and GEMMs included, then ran on every core whatever ``OMP_NUM_THREADS`` or
 ``ember.set_num_threads`` said (a one-thread MLP step took 7.3 ms of CPU time in 3.4 ms). A kernel call therefore
 puts the count back as it found it.
+
+GNU OpenMP does not survive ``fork()``: numba kills a forked child that launches a parallel kernel after its parent
+started the pool (a DataLoader worker, say). In such a child the parallel kernels run as serial ones instead,
+compiled there from the same Python function on first use.
 """
 from __future__ import annotations
 
 import ctypes
 import functools
 import importlib
+import os
 import threading
 
 import ember
@@ -34,10 +39,16 @@ _KERNELS = {
     "max_pool_stage": ("pool_kernels", "max_stage"),
     "max_pool_scatter": ("pool_kernels", "scatter"),
     "channel_affine": ("norm_kernels", "channel_affine"),
+    "relu": ("activation_kernels", "relu"),
+    "relu_backward": ("activation_kernels", "relu_backward"),
+    "cross_entropy": ("loss_kernels", "cross_entropy"),
+    "cross_entropy_backward": ("loss_kernels", "cross_entropy_backward"),
 }
 
 
 _threads = threading.local()
+#: the process that started numba's pool (its first parallel kernel), None before
+_pool_owner: list = [None]
 
 
 def follow_threads() -> None:
@@ -73,6 +84,10 @@ def _compiled(module: str, function: str):
         compiled, parallel = found
         if not parallel:
             return compiled(*args)  # one thread: numba's pool is neither needed nor started
+        if _pool_owner[0] is None:
+            _pool_owner[0] = os.getpid()
+        elif _pool_owner[0] != os.getpid():  # a forked child of the pool's process: the pool is not there
+            return _serial(compiled)(*args)
         openmp = _openmp()
         before = None if openmp is None else openmp.omp_get_max_threads()
         try:
@@ -87,8 +102,17 @@ def _compiled(module: str, function: str):
     return kernel
 
 
+@functools.cache
+def _serial(compiled):
+    """``compiled``'s Python function compiled without ``parallel`` (its ``prange`` loops run as ``range``); not
+    cached on disk, where it would take the parallel version's place."""
+    import numba
+
+    return numba.njit(compiled.py_func)
+
+
 @ember.hookimpl
 def ember_cpu_kernels():
     """The CPU backend's inner loops that ember-numba compiles: the random transforms, float16 conversions,
-    fused optimizer updates, max pooling's stages and batch norm's affine map."""
+    fused optimizer updates, max pooling's stages, batch norm's affine map, ReLU's and cross entropy's passes."""
     return {name: _compiled(module, function) for name, (module, function) in _KERNELS.items()}

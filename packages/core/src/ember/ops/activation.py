@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from ..autograd.function import Op
-from ..backends import cpu_threads
+from ..backends.cpu_kernels.activation import relu_backward_arrays
 from ._common import tensor_method
 from .activation_piecewise import (  # noqa: F401
     hardshrink,
@@ -114,19 +114,15 @@ def logit(input, eps=None):
 
 
 class Relu(Op):
+    """``max(a, 0)``; the CPU backend's kernel (:mod:`ember.backends.cpu_kernels.activation`) runs a compiled pass
+    where a plugin gives one."""
+
     name_ = "relu"
     saves_output = True
 
     @staticmethod
     def forward(ctx, xp, a):
-        # on a tie the second argument: relu(-0.0) is -0.0, as in PyTorch
-        if a.size >= cpu_threads.MIN_ITEMS and isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.ndim:
-            out = np.empty(a.shape, a.dtype)
-            flat_a, flat_out = _flat(a, out)
-            cpu_threads.parallel_for(len(flat_a), lambda i, j: np.maximum(0, flat_a[i:j], out=flat_out[i:j]),
-                                     a.size)
-            return out
-        return xp.maximum(0, a)
+        return xp.maximum(0, a)  # on a tie the second argument: relu(-0.0) is -0.0, as in PyTorch
 
     @staticmethod
     def backward(ctx, g):
@@ -136,23 +132,9 @@ class Relu(Op):
     @staticmethod
     def backward_arrays(ctx, xp, g):
         out = ctx.saved_output._data
-        if g.size >= cpu_threads.MIN_ITEMS and isinstance(g, np.ndarray) and g.shape == out.shape:
-            res = np.empty(g.shape, g.dtype)
-            flat_g, flat_o, flat_res = _flat(g, out, res)
-
-            def part(i, j):
-                np.multiply(flat_g[i:j], flat_o[i:j] != 0, out=flat_res[i:j], dtype=g.dtype)
-            cpu_threads.parallel_for(len(flat_g), part, g.size)
-            return res
+        if isinstance(g, np.ndarray):
+            return relu_backward_arrays(g, out)  # the CPU backend's passes
         return g * xp.astype(out != 0, g.dtype)
-
-
-def _flat(*arrays):
-    """The arrays (of one shape) as one axis each when all are contiguous (views), else as they are (then split
-    along their leading axis)."""
-    if all(a.flags.c_contiguous for a in arrays):
-        return [a.reshape(-1) for a in arrays]
-    return arrays
 
 
 @tensor_method()

@@ -20,6 +20,7 @@ from .. import _dtype as dt
 from ..amp.autocast_mode import autocast_casts
 from ..autograd.function import Op
 from ..autograd.grad_mode import STATE
+from ..backends.cpu_kernels.loss import cross_entropy_grad, cross_entropy_rows
 from ._common import Tensor, promote
 from .loss_common import (
     broadcast_pair,
@@ -152,11 +153,15 @@ class CrossEntropy(Op):
     @staticmethod
     def forward(ctx, xp, x, target, weight, ignore_index=-100, reduction="mean", label_smoothing=0.0,
                 may_ignore=True):
+        _remember_targets(ctx, xp, x, target, weight, ignore_index, may_ignore)
+        ctx.label_smoothing = label_smoothing
+        compiled = None if may_ignore or weight is not None or label_smoothing else cross_entropy_rows(x, target)
+        if compiled is not None:  # the CPU backend's one pass (a plugin's kernel)
+            ctx.logp, losses = compiled
+            return _reduce(ctx, xp, losses, reduction)
         # an all -inf (or +inf) row gives NaN, as in PyTorch
         z = x - xp.max(x, axis=1, keepdims=True)
-        logp = z - xp.log(xp.sum(xp.exp(z), axis=1, keepdims=True))
-        _remember_targets(ctx, xp, x, target, weight, ignore_index, may_ignore)
-        ctx.logp, ctx.label_smoothing = logp, label_smoothing
+        ctx.logp = logp = z - xp.log(xp.sum(xp.exp(z), axis=1, keepdims=True))
         picked = _pick(xp, logp, ctx.safe)
         losses = -picked if ctx.w is None else -picked * ctx.w
         if label_smoothing:
@@ -173,9 +178,12 @@ class CrossEntropy(Op):
         x, _, weight = ctx.saved_tensors
         tensors, operand = _backward_mode(g)
         xp = ctx.xp
-        probs = x.softmax(1) if tensors else xp.exp(ctx.logp)
         coef = _per_element(ctx, g, ctx.w, tensors)
         ls = ctx.label_smoothing
+        compiled = None if tensors or ls or ctx.w is not None else cross_entropy_grad(ctx.logp, ctx.safe, coef)
+        if compiled is not None:
+            return Tensor._make(compiled, g._device), None, None
+        probs = x.softmax(1) if tensors else xp.exp(ctx.logp)
         if not ls:
             grad = _softmax_minus_target(probs, operand(_one_hot(ctx)), coef)
         else:
