@@ -198,3 +198,41 @@ def test_the_output_memory_is_counted_and_given_back():
     assert ember.memory_allocated() == before + 64 * 8
     del out
     assert ember.memory_allocated() == before
+
+
+def test_apply2_calls_the_backend_function_directly_unless_a_plugin_kernel_replaces_the_op():
+    a, b = _leaf((3,)), _leaf((3,))
+    assert Add.array_function == "add" and Sub.array_function == "subtract"
+    np.testing.assert_array_equal((a + b).detach().numpy(), a.detach().numpy() + b.detach().numpy())
+    assert Add._direct["cpu"] is np.add
+
+    class Doubled:
+        @ember.hookimpl
+        def ember_op_kernels(self, backend):
+            return {"add": lambda ctx, xp, x, y: 2 * (x + y)} if backend.name == "cpu" else {}
+
+    name = ember.register_plugin(Doubled(), "doubled-add")
+    try:
+        assert Add._direct == {}  # the registry changed: resolved again
+        np.testing.assert_array_equal((a + b).detach().numpy(), 2 * (a.detach().numpy() + b.detach().numpy()))
+        assert "cpu" not in Add._direct
+    finally:
+        ember.unregister_plugin(name)
+    np.testing.assert_array_equal((a + b).detach().numpy(), a.detach().numpy() + b.detach().numpy())
+
+
+def test_an_op_with_a_forward_of_its_own_does_not_inherit_the_backend_function():
+    class AddTwice(Add):
+        name_ = "tests.fast_paths.add_twice"
+
+        @staticmethod
+        def forward(ctx, xp, a, b):
+            return xp.add(a, xp.add(b, b))
+
+    class AddAgain(Add):  # the base's forward: its backend function too
+        name_ = "tests.fast_paths.add_again"
+
+    assert AddTwice.array_function is None and AddAgain.array_function == "add"
+    a, b = _leaf((3,)), _leaf((3,))
+    np.testing.assert_array_equal(AddTwice.apply2(a, b).detach().numpy(), (a + 2 * b).detach().numpy())
+    np.testing.assert_array_equal(AddAgain.apply2(a, b).detach().numpy(), (a + b).detach().numpy())

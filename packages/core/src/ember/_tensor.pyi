@@ -33,7 +33,7 @@ class Tensor:
         """
     # ember.ops.arith
     def __add__(self, other: Tensor | builtins.float) -> Tensor:
-        """``input + alpha * other``, broadcasting, with PyTorch's type promotion."""
+        """``self + other``, broadcasting, with PyTorch's type promotion (:func:`add` with ``alpha=1``)."""
     # ember.ops.bitwise
     def __and__(self, other: Tensor | builtins.float) -> Tensor:
         """Elementwise AND of bits (of truth values for bools).

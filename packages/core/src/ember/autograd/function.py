@@ -76,7 +76,7 @@ _make, _make_view = Tensor._make, Tensor._make_view
 @_plugins.on_registry_change
 def clear_kernel_cache() -> None:
     for cls in OPS.values():  # abstract bases are never applied: they cache no kernel
-        cls._kernels = {}
+        cls._kernels, cls._direct = {}, {}
 
 
 _NO_EDGE = (None, 0)
@@ -221,7 +221,12 @@ class Op(Node):
     #: of the backward is being built (``create_graph`` false) and ``g`` is float32 or float64, the engine calls
     #: it instead of ``backward`` and skips the bookkeeping a tensor op does for a double backward.
     backward_arrays: Any = None
+    #: optional: the name of the backend function (``xp.<name>(a, b)``) that forward is when called without
+    #: attributes, setting nothing on ``ctx``; :meth:`apply2` then calls it directly (unless a plugin's kernel
+    #: replaces the op)
+    array_function: str | None = None
     _kernels: dict = {}
+    _direct: dict = {}
     #: set per class: the output is one plain result (not a view, not on another device, not several)
     _plain: bool
     #: set per class: one output (a view or not) on the input's device
@@ -233,7 +238,9 @@ class Op(Node):
         super().__init_subclass__(**kw)
         if "backward_name" not in cls.__dict__:
             cls.backward_name = f"{cls.__name__}Backward0"
-        cls._kernels = {}
+        cls._kernels, cls._direct = {}, {}
+        if "forward" in cls.__dict__ and "array_function" not in cls.__dict__:
+            cls.array_function = None  # a forward of its own: not the base's backend function
         cls._plain = not (cls.moves_device or cls.is_view or cls.multi_output)
         cls._lean = not (cls.moves_device or cls.multi_output)  # what apply1 serves: one output, here
         if cls.moves_device or cls.is_view:
@@ -261,6 +268,8 @@ class Op(Node):
     def _resolve_kernel(cls, backend):
         kernel = _plugins.op_kernels(backend.name).get(cls.name_, cls.forward)
         cls._kernels[backend.name] = kernel
+        if cls.array_function is not None and kernel is cls.forward:
+            cls._direct[backend.name] = getattr(backend.xp, cls.array_function)
         return kernel
 
     @classmethod
@@ -316,32 +325,55 @@ class Op(Node):
                 or a._base is not None and a._vc[0] != a._vv
                 or a._dtype.is_reduced_float and cls.upcasts_reduced_floats):
             return cls.apply(a, b, **(attrs or {}))
-        ctx = _new_object(cls)
         x = a._data
-        kernel = cls._kernels.get(backend.name) or cls._resolve_kernel(backend)
+        direct = None if attrs else cls._direct.get(backend.name)
+        ctx = None if direct is not None else _new_object(cls)  # made when a graph is recorded, if not here
         try:
-            out = kernel(ctx, backend.xp, x, y, **attrs) if attrs else kernel(ctx, backend.xp, x, y)
+            if direct is not None:
+                out = direct(x, y)
+            else:
+                kernel = cls._kernels.get(backend.name) or cls._resolve_kernel(backend)
+                out = kernel(ctx, backend.xp, x, y, **attrs) if attrs else kernel(ctx, backend.xp, x, y)
         except (AttributeError, ValueError, MemoryError):
             return cls.apply(a, b, **(attrs or {}))  # again, for the general path's error
-        res = _make(out, device, a._dtype if out.dtype is x.dtype else None)
+        if out.dtype is x.dtype and out.__class__ is x.__class__:  # Tensor._make's work, inline on this hottest path
+            res = _new_object(Tensor)
+            res._data, res._device, res._dtype, res._vc = out, device, a._dtype, [0]
+            n = res._nbytes = out.size * a._dtype.itemsize
+            mem = device.mem
+            now = mem[0] = mem[0] + n
+            if now > mem[2]:
+                _alloc.grew(res, n, device)
+        else:
+            res = _make(out, device, a._dtype if out.dtype is x.dtype else None)
         ra = a._requires_grad
         if not (ra or rb) or not STATE.enabled or not res._dtype.is_floating_point:
             return res
+        if ctx is None:
+            ctx = _new_object(cls)
         fn = a.grad_fn
         e1 = (fn, a._output_nr) if fn is not None else (a, 0) if ra else _NO_EDGE
+        ctx.seq = next(_seq)  # _record's work, inline
         if y is b:
             ctx._next = (e1, _NO_EDGE)
             ctx.needs_input_grad = _NEED_1_0
-            versions = (a._vc[0], None)
-            shapes = (x.shape, None)
+            if cls.saves_inputs:
+                ctx._saved, ctx._saved_versions = (a, b), (a._vc[0], None)
+            if cls.wants_shapes:
+                ctx.in_shapes = (x.shape, None)
         else:
             fn = b.grad_fn
             ctx._next = (e1, (fn, b._output_nr) if fn is not None else (b, 0) if rb else _NO_EDGE)
             ctx.needs_input_grad = (ra, rb)
-            versions = (a._vc[0], b._vc[0])
-            shapes = (x.shape, y.shape)
-        _record(ctx, (a, b), versions, shapes)
-        return _attach(ctx, res, device)
+            if cls.saves_inputs:
+                ctx._saved, ctx._saved_versions = (a, b), (a._vc[0], b._vc[0])
+            if cls.wants_shapes:
+                ctx.in_shapes = (x.shape, y.shape)
+        if cls.saves_output or anomaly.ENABLED:
+            return _attach(ctx, res, device)
+        res._requires_grad = True
+        res.grad_fn = ctx
+        return res
 
     @classmethod
     def apply(cls, *inputs, **attrs):

@@ -22,6 +22,7 @@ class Add(Op):
     """``a + alpha * b``; its backward reduces the gradient to each input's shape."""
 
     name_ = "add"
+    array_function = "add"
     alpha = 1
     sign = 1
     wants_shapes = True
@@ -47,6 +48,7 @@ class Sub(Add):
     """``a - alpha * b``."""
 
     name_ = "sub"
+    array_function = "subtract"
     sign = -1
 
     @staticmethod
@@ -68,6 +70,7 @@ class Mul(Op):
     """``scale * a * b`` (``scale`` a Python number, 1 for the ``*`` operator)."""
 
     name_ = "mul"
+    array_function = "multiply"
     saves_inputs = True
     scale = 1
 
@@ -116,6 +119,7 @@ def _scaled_product(xp, g, other, scale, like):
 
 class Div(Op):
     name_ = "div"
+    array_function = "divide"
     saves_inputs = True
 
     @staticmethod
@@ -285,7 +289,7 @@ class FmodScalar(Fmod):
     backward_name = "FmodBackward0"
 
 
-@tensor_method("add", "__add__")
+@tensor_method()
 def add(input, other, *, alpha=1):
     """``input + alpha * other``, broadcasting, with PyTorch's type promotion."""
     if alpha == 1 and other.__class__ is Tensor and input.__class__ is Tensor and input._dtype is other._dtype:
@@ -294,6 +298,14 @@ def add(input, other, *, alpha=1):
     if alpha != 1:
         return Add.apply(a, b, alpha=_checked_alpha(alpha, a, b))
     return Add.apply2(a, b) if isinstance(a, Tensor) else Add.apply(a, b)
+
+
+@tensor_method("__add__")
+def _add_operator(self, other):
+    """``self + other``, broadcasting, with PyTorch's type promotion (:func:`add` with ``alpha=1``)."""
+    if other.__class__ is Tensor and self._dtype is other._dtype:
+        return Add.apply2(self, other)  # the common case, without promotion
+    return add(self, other)
 
 
 def _checked_alpha(alpha, a, b):
