@@ -91,7 +91,7 @@ def _edge(t):
     return _NO_EDGE
 
 
-_NEED_1, _NEED_1_0 = (True,), (True, False)
+_NEED_1, _NEED_1_0, _NEED_1_1 = (True,), (True, False), (True, True)
 
 
 def _edges(inputs):
@@ -313,7 +313,7 @@ class Op(Node):
         without the general case's checks (see :meth:`apply1`); the arithmetic operators call it."""
         device = a._device
         backend = device._backend
-        if isinstance(b, Tensor):
+        if b.__class__ is Tensor or isinstance(b, Tensor):
             if b._device is not device or b._base is not None and b._vc[0] != b._vv:
                 return cls.apply(a, b, **(attrs or {}))
             y = b._data
@@ -364,7 +364,7 @@ class Op(Node):
         else:
             fn = b.grad_fn
             ctx._next = (e1, (fn, b._output_nr) if fn is not None else (b, 0) if rb else _NO_EDGE)
-            ctx.needs_input_grad = (ra, rb)
+            ctx.needs_input_grad = _NEED_1_1 if ra and rb else (ra, rb)
             if cls.saves_inputs:
                 ctx._saved, ctx._saved_versions = (a, b), (a._vc[0], b._vc[0])
             if cls.wants_shapes:

@@ -300,11 +300,15 @@ def add(input, other, *, alpha=1):
     return Add.apply2(a, b) if isinstance(a, Tensor) else Add.apply(a, b)
 
 
+#: bound once: binding the classmethod at each call took 3% of ``a + b``'s time
+_add_tensors, _mul_tensors = Add.apply2, Mul.apply2
+
+
 @tensor_method("__add__")
 def _add_operator(self, other):
     """``self + other``, broadcasting, with PyTorch's type promotion (:func:`add` with ``alpha=1``)."""
     if other.__class__ is Tensor and self._dtype is other._dtype:
-        return Add.apply2(self, other)  # the common case, without promotion
+        return _add_tensors(self, other)  # the common case, without promotion
     return add(self, other)
 
 
@@ -347,7 +351,7 @@ def rsub(input, other, *, alpha=1):
 def mul(input, other):
     """Elementwise product, broadcasting."""
     if other.__class__ is Tensor and input.__class__ is Tensor and input._dtype is other._dtype:
-        return Mul.apply2(input, other)  # the common case, without promotion
+        return _mul_tensors(input, other)  # the common case, without promotion
     a, b = promote(input, other)
     return Mul.apply2(a, b) if isinstance(a, Tensor) else Mul.apply(a, b)
 

@@ -97,11 +97,14 @@ class MeanDim(Mean):
     backward_name = "MeanBackward1"
 
 
+_sum_all = Sum.apply1  # bound once, as arith's operators
+
+
 @tensor_method()
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - PyTorch's name
     """Sum of elements over ``dim`` (all by default); bools and ints sum to int64."""
     if dim is None and not keepdim and dtype is None and input._dtype.is_floating_point:
-        return Sum.apply1(input)  # the common case, kept short
+        return _sum_all(input)  # the common case, kept short
     dims = norm_dims(dim, input._data.ndim)
     if dtype is None and not input._dtype.is_floating_point:
         dtype = dt.int64
