@@ -162,3 +162,60 @@ def test_weight_update_under_no_grad_keeps_leaf():
         w2 = w - 0.1 * w.grad
     assert w2.is_leaf and not w2.requires_grad
     assert w2.tolist() == pytest.approx([0.8, 1.6])
+
+
+def test_grad_off_names_exactly_the_threads_with_grad_mode_off():
+    """Ops skip the thread-local read of the grad mode while GRAD_OFF is empty: it must hold every thread whose
+    grad mode is off, through every way of switching it (and a backward, which turns it off while it runs)."""
+    from ember.autograd.grad_mode import GRAD_OFF
+
+    x = _x()
+    me = threading.get_ident()
+    base = set(GRAD_OFF)  # empty, unless a thread of an earlier test ended with grad mode off
+    assert me not in base
+    with ember.no_grad():
+        assert GRAD_OFF == base | {me} and not (x * 2).requires_grad
+        with ember.enable_grad():
+            assert GRAD_OFF == base and (x * 2).requires_grad
+        with ember.inference_mode():
+            assert GRAD_OFF == base | {me}
+    assert GRAD_OFF == base
+    ember.set_grad_enabled(False)
+    assert GRAD_OFF == base | {me} and not (x + x).requires_grad and not x.relu().requires_grad
+    ember.set_grad_enabled(True)
+    assert GRAD_OFF == base
+    seen = []
+    (x * x).sum().backward(create_graph=False)  # grad mode off inside, back on after
+    assert GRAD_OFF == base
+    x.register_hook(lambda g: seen.append((set(GRAD_OFF), (g * 2).requires_grad)) or None)
+    (x * x).sum().backward()
+    assert seen == [(base | {me}, False)] and GRAD_OFF == base
+    with pytest.raises(RuntimeError):
+        with ember.no_grad():
+            raise RuntimeError("restored on the way out")
+    assert GRAD_OFF == base
+    assert (x * 2).requires_grad
+
+
+def test_another_thread_with_grad_off_leaves_this_threads_ops_recording():
+    from ember.autograd.grad_mode import GRAD_OFF
+
+    x = _x()
+    base = set(GRAD_OFF)
+    started, release = threading.Event(), threading.Event()
+
+    def worker():
+        with ember.no_grad():
+            started.set()
+            release.wait(5)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    started.wait(5)
+    try:
+        assert len(GRAD_OFF - base) == 1  # the worker: this thread reads its own mode, which is on
+        assert (x + x).requires_grad and (x * x).requires_grad and x.sum().requires_grad
+    finally:
+        release.set()
+        t.join(5)
+    assert GRAD_OFF == base

@@ -22,7 +22,7 @@ import threading
 
 from .._tensor import Tensor
 from . import anomaly
-from .grad_mode import STATE
+from .grad_mode import STATE, set_enabled
 from .node import AccumulateGrad, accumulate
 
 
@@ -207,7 +207,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     deps = _accumulation_deps(roots) if capture is None and Tensor._post_acc_hooks_in_use else None
 
     prev_enabled, outer_callbacks, outer_capturing = STATE.enabled, _CALLBACKS.queue, _CALLBACKS.capturing
-    STATE.enabled = create_graph
+    set_enabled(create_graph)
     _CALLBACKS.queue = callbacks = []
     _CALLBACKS.capturing = capture is not None
     try:
@@ -278,11 +278,12 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             if deps is not None:
                 _delivered(node, deps, buffers, heap)
             grad_inputs = g = None  # the buffers alone hold the gradients now (see node.accumulate)
-        STATE.enabled = prev_enabled
+        set_enabled(prev_enabled)
         if callbacks:
             _run_callbacks(callbacks)
     finally:
-        STATE.enabled, _CALLBACKS.queue, _CALLBACKS.capturing = prev_enabled, outer_callbacks, outer_capturing
+        set_enabled(prev_enabled)
+        _CALLBACKS.queue, _CALLBACKS.capturing = outer_callbacks, outer_capturing
     if inputs is not None:
         for i, r in enumerate(results):
             if r is None and not allow_unused:

@@ -42,7 +42,7 @@ from .._tensor import Tensor
 from ..backends.backend import on_device
 from ..errors import DeviceMismatchError, UnsupportedOpError
 from . import anomaly
-from .grad_mode import DETOURS, STATE, detour, no_grad
+from .grad_mode import DETOURS, GRAD_OFF, STATE, detour, no_grad
 from .node import FREED_MSG, Node, _new_object, _seq, _version_error
 
 __all__ = ["Op", "Function", "FunctionCtx"]
@@ -268,7 +268,7 @@ class Op(Node):
     def _resolve_kernel(cls, backend):
         kernel = _plugins.op_kernels(backend.name).get(cls.name_, cls.forward)
         cls._kernels[backend.name] = kernel
-        if cls.array_function is not None and kernel is cls.forward:
+        if cls.array_function is not None and kernel is cls.forward and cls._plain and backend.device_guard is None:
             cls._direct[backend.name] = getattr(backend.xp, cls.array_function)
         return kernel
 
@@ -299,7 +299,7 @@ class Op(Node):
             res = _make_view(a, out, (cls, attrs or {}))
         else:
             res = _make(out, device, a._dtype if out.dtype is x.dtype else None)
-        if not a._requires_grad or not STATE.enabled or not res._dtype.is_floating_point:
+        if not a._requires_grad or GRAD_OFF and not STATE.enabled or not res._dtype.is_floating_point:
             return res
         fn = a.grad_fn
         ctx._next = ((fn, a._output_nr) if fn is not None else (a, 0),)
@@ -321,13 +321,18 @@ class Op(Node):
         else:
             y = b
             rb = False
-        if (DETOURS[0] or backend is None or backend.device_guard is not None or not cls._plain
+        direct = None if attrs or backend is None else cls._direct.get(backend.name)
+        if direct is not None:  # a plain op on a backend without a device guard (see _resolve_kernel)
+            if DETOURS[0] or a._base is not None and a._vc[0] != a._vv or a._dtype.is_reduced_float:
+                return cls.apply(a, b)
+            ctx = None  # made below if a graph is recorded
+        elif (DETOURS[0] or backend is None or backend.device_guard is not None or not cls._plain
                 or a._base is not None and a._vc[0] != a._vv
                 or a._dtype.is_reduced_float and cls.upcasts_reduced_floats):
             return cls.apply(a, b, **(attrs or {}))
+        else:
+            ctx = _new_object(cls)
         x = a._data
-        direct = None if attrs else cls._direct.get(backend.name)
-        ctx = None if direct is not None else _new_object(cls)  # made when a graph is recorded, if not here
         try:
             if direct is not None:
                 out = direct(x, y)
@@ -338,7 +343,10 @@ class Op(Node):
             return cls.apply(a, b, **(attrs or {}))  # again, for the general path's error
         if out.dtype is x.dtype and out.__class__ is x.__class__:  # Tensor._make's work, inline on this hottest path
             res = _new_object(Tensor)
-            res._data, res._device, res._dtype, res._vc = out, device, a._dtype, [0]
+            res._data = out
+            res._device = device
+            res._dtype = a._dtype
+            res._vc = [0]
             n = res._nbytes = out.size * a._dtype.itemsize
             mem = device.mem
             now = mem[0] = mem[0] + n
@@ -347,7 +355,7 @@ class Op(Node):
         else:
             res = _make(out, device, a._dtype if out.dtype is x.dtype else None)
         ra = a._requires_grad
-        if not (ra or rb) or not STATE.enabled or not res._dtype.is_floating_point:
+        if not (ra or rb) or GRAD_OFF and not STATE.enabled or not res._dtype.is_floating_point:
             return res
         if ctx is None:
             ctx = _new_object(cls)
@@ -458,7 +466,7 @@ class Op(Node):
                 guard.__exit__(None, None, None)
         if cls._plain:
             res = Tensor._make(out, device, first._dtype if out.dtype is like else None)
-            if not requires or not STATE.enabled or not res._dtype.is_floating_point:
+            if not requires or GRAD_OFF and not STATE.enabled or not res._dtype.is_floating_point:
                 return res  # nothing to record (bool and integer results never require grad)
         else:
             if cls.moves_device:
@@ -467,7 +475,7 @@ class Op(Node):
                 res = Tensor._make_view(inputs[0], out, (cls, attrs))
             elif not cls.multi_output:
                 res = Tensor._make(out, device)
-            if not (requires and STATE.enabled):
+            if not (requires and (not GRAD_OFF or STATE.enabled)):
                 if cls.multi_output:
                     return tuple(Tensor._make(o, device) for o in out)
                 return res

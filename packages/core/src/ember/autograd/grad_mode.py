@@ -40,6 +40,23 @@ def detour(delta: int) -> None:
         DETOURS[0] += delta
 
 
+#: the threads (by ident) that have grad mode off, changed through :func:`set_enabled`. While it is empty, grad
+#: mode is on in every thread, and the hot paths of ``Op`` skip reading ``STATE.enabled`` (a thread-local read,
+#: ~50 ns, against ~10 ns for this test). A set's add and discard need no lock; a thread that ends with grad mode
+#: off leaves its ident behind, which only sends ops back to reading ``STATE.enabled``.
+GRAD_OFF: set = set()
+
+
+def set_enabled(enabled: bool) -> None:
+    """Switch this thread's grad mode (``STATE.enabled``), keeping :data:`GRAD_OFF`."""
+    if STATE.enabled != enabled:
+        STATE.enabled = enabled
+        if enabled:
+            GRAD_OFF.discard(threading.get_ident())
+        else:
+            GRAD_OFF.add(threading.get_ident())
+
+
 def is_grad_enabled() -> bool:
     """Whether ops on tensors that require grad record a backward graph in this thread."""
     return STATE.enabled
@@ -57,11 +74,13 @@ class _Mode:
 
     def __enter__(self):
         self._prev = (STATE.enabled, STATE.inference)
-        STATE.enabled, STATE.inference = self._target()
+        enabled, STATE.inference = self._target()
+        set_enabled(enabled)
         return self
 
     def __exit__(self, *exc):
-        STATE.enabled, STATE.inference = self._prev
+        enabled, STATE.inference = self._prev
+        set_enabled(enabled)
         return False
 
     def clone(self):
@@ -105,7 +124,7 @@ class set_grad_enabled(_Mode):
             raise TypeError(f"set_grad_enabled() expects a bool, got {type(mode).__name__}")
         self.mode = mode
         self._prev = (STATE.enabled, STATE.inference)
-        STATE.enabled = mode
+        set_enabled(mode)
 
     def _target(self):
         return self.mode, STATE.inference
@@ -117,7 +136,8 @@ class set_grad_enabled(_Mode):
         return set_grad_enabled(self.mode)
 
     def __call__(self, fn):
-        STATE.enabled, STATE.inference = self._prev
+        enabled, STATE.inference = self._prev
+        set_enabled(enabled)
         return super().__call__(fn)
 
 
