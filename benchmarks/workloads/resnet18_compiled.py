@@ -8,8 +8,9 @@ TITLE = "resnet18 forward as resnet18, ember.compile(backend='onnxruntime') agai
 TARGETS = (0.75, 0.8)
 
 
-def setup(lib):
-    """ember: the compiled model (onnxruntime's threads as NumPy's: ``OMP_NUM_THREADS`` when set); torch: eager."""
+def compiled_step(lib, backend, threads_option):
+    """ember: the model compiled by ``backend``, its threads as NumPy's (``OMP_NUM_THREADS``, when set, given as
+    the backend's option ``threads_option``); torch: eager."""
     if lib.__name__ != "ember":
         return resnet18.setup(lib)
     import os
@@ -18,9 +19,14 @@ def setup(lib):
     model = lib.nn.models.resnet18().eval()
     x = lib.randn(resnet18.BATCH, 3, resnet18.SIZE, resnet18.SIZE)
     threads = os.environ.get("OMP_NUM_THREADS")
-    options = {"intra_op_num_threads": int(threads)} if threads else None
-    compiled = lib.compile(model, x, options=options)
+    options = {threads_option: int(threads)} if threads else None
+    compiled = lib.compile(model, x, backend=backend, options=options)
 
     def step():
         return compiled(x)
     return step
+
+
+def setup(lib):
+    """ember: the model in onnxruntime; torch: eager."""
+    return compiled_step(lib, "onnxruntime", "intra_op_num_threads")
