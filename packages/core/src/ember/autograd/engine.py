@@ -207,7 +207,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     deps = _accumulation_deps(roots) if capture is None and Tensor._post_acc_hooks_in_use else None
 
     prev_enabled, outer_callbacks, outer_capturing = STATE.enabled, _CALLBACKS.queue, _CALLBACKS.capturing
-    set_enabled(create_graph)
+    set_enabled(create_graph, prev_enabled)
     _CALLBACKS.queue = callbacks = []
     _CALLBACKS.capturing = capture is not None
     try:

@@ -47,14 +47,18 @@ def detour(delta: int) -> None:
 GRAD_OFF: set = set()
 
 
-def set_enabled(enabled: bool) -> None:
-    """Switch this thread's grad mode (``STATE.enabled``), keeping :data:`GRAD_OFF`."""
-    if STATE.enabled != enabled:
+def set_enabled(enabled: bool, was: bool | None = None) -> None:
+    """Switch this thread's grad mode (``STATE.enabled``, ``was`` when the caller has just read it), keeping
+    :data:`GRAD_OFF`."""
+    if (STATE.enabled if was is None else was) != enabled:
         STATE.enabled = enabled
         if enabled:
-            GRAD_OFF.discard(threading.get_ident())
+            GRAD_OFF.discard(_get_ident())
         else:
-            GRAD_OFF.add(threading.get_ident())
+            GRAD_OFF.add(_get_ident())
+
+
+_get_ident = threading.get_ident
 
 
 def is_grad_enabled() -> bool:
@@ -73,9 +77,9 @@ class _Mode:
         raise NotImplementedError
 
     def __enter__(self):
-        self._prev = (STATE.enabled, STATE.inference)
+        prev = self._prev = (STATE.enabled, STATE.inference)
         enabled, STATE.inference = self._target()
-        set_enabled(enabled)
+        set_enabled(enabled, prev[0])
         return self
 
     def __exit__(self, *exc):
@@ -123,8 +127,8 @@ class set_grad_enabled(_Mode):
         if not isinstance(mode, bool):
             raise TypeError(f"set_grad_enabled() expects a bool, got {type(mode).__name__}")
         self.mode = mode
-        self._prev = (STATE.enabled, STATE.inference)
-        set_enabled(mode)
+        prev = self._prev = (STATE.enabled, STATE.inference)
+        set_enabled(mode, prev[0])
 
     def _target(self):
         return self.mode, STATE.inference
