@@ -19,7 +19,7 @@ import types
 
 import numpy as np
 
-from .._plugins import cpu_kernel
+from .. import _plugins
 
 __all__ = ["xp"]
 
@@ -118,7 +118,9 @@ def _matmul(a, b, /, *, out=None):
     OpenBLAS's)."""
     if a.ndim == 2 and b.ndim == 2 and a.dtype == _FLOAT32 and b.dtype == _FLOAT32:
         (m, k), n = a.shape, b.shape[1]
-        kernel = cpu_kernel("gemm_float32", m * n * k) if k == b.shape[0] else None
+        size = m * n * k  # the small products (most of an overhead-bound step's) decided here, without a call
+        kernel = _plugins.cpu_kernel("gemm_float32", size) if k == b.shape[0] and size >= _plugins.CPU_KERNEL_MIN \
+            else None
         if kernel is not None and (out is None or (out.shape == (m, n) and out.dtype == _FLOAT32
                                                    and out.flags.c_contiguous and not np.may_share_memory(out, a)
                                                    and not np.may_share_memory(out, b))):
