@@ -578,9 +578,10 @@ def _backward_on_arrays(ctx, g) -> tuple:
                 res = ctx.backward_arrays(ctx, backend.xp, g._data)
     except MemoryError as exc:
         raise _alloc.from_memory_error(exc, device) from exc
+    dtype, native = g._dtype, g._data.dtype  # the usual dtype of the results: no lookup for them in _make
     if type(res) is not tuple:
-        return (_make(res, device),)
-    return tuple(None if r is None else _make(r, device) for r in res)
+        return (_make(res, device, dtype if res.dtype is native else None),)
+    return tuple([None if r is None else _make(r, device, dtype if r.dtype is native else None) for r in res])
 
 
 def _qualified(cls) -> str:
