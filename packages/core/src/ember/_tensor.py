@@ -66,7 +66,8 @@ class Tensor:
     # -- construction (internal) ----------------------------------------------
     @classmethod
     def _make(cls, data, device, dtype=None):
-        """Wrap a backend array that this tensor owns (memory is counted for ``device``)."""
+        """Wrap a backend array that this tensor owns (memory is counted for ``device``; ``Op.apply2`` does the same
+        inline)."""
         t = object.__new__(cls)
         if isinstance(data, _np_generic):
             data = _np_asarray(data)  # NumPy gives scalars for 0-dim results; a tensor needs an array

@@ -244,7 +244,9 @@ class Tensor:
         ...
     @classmethod
     def _make(cls, data: Any, device: _Device | builtins.str | builtins.int, dtype: _DType | None = ...) -> Tensor:
-        """Wrap a backend array that this tensor owns (memory is counted for ``device``)."""
+        """Wrap a backend array that this tensor owns (memory is counted for ``device``; ``Op.apply2`` does the same
+        inline).
+        """
     @classmethod
     def _make_view(cls, base: Any, data: Any, view_of: Any = ...) -> Tensor:
         """A tensor sharing ``base``'s storage and version counter (memory not counted twice)."""

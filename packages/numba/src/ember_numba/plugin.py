@@ -47,8 +47,18 @@ _KERNELS = {
 
 
 _threads = threading.local()
-#: the process that started numba's pool (its first parallel kernel), None before
-_pool_owner: list = [None]
+#: whether numba's pool started in this process (its first parallel kernel), and whether this process is a forked
+#: child of one where it had (set at fork, so that a kernel call checks a flag, not the process id)
+_pool = {"started": False, "inherited": False}
+
+
+def _forget_pool() -> None:
+    _pool["inherited"] = _pool["inherited"] or _pool["started"]
+    _pool["started"] = False
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def follow_threads() -> None:
@@ -84,10 +94,9 @@ def _compiled(module: str, function: str):
         compiled, parallel = found
         if not parallel:
             return compiled(*args)  # one thread: numba's pool is neither needed nor started
-        if _pool_owner[0] is None:
-            _pool_owner[0] = os.getpid()
-        elif _pool_owner[0] != os.getpid():  # a forked child of the pool's process: the pool is not there
+        if _pool["inherited"]:  # a forked child of the pool's process: the pool is not there
             return _serial(compiled)(*args)
+        _pool["started"] = True
         openmp = _openmp()
         before = None if openmp is None else openmp.omp_get_max_threads()
         try:

@@ -341,7 +341,8 @@ class Op(Node):
                 out = kernel(ctx, backend.xp, x, y, **attrs) if attrs else kernel(ctx, backend.xp, x, y)
         except (AttributeError, ValueError, MemoryError):
             return cls.apply(a, b, **(attrs or {}))  # again, for the general path's error
-        if out.dtype is x.dtype and out.__class__ is x.__class__:  # Tensor._make's work, inline on this hottest path
+        # Tensor._make's work inline (keep the two alike): the call took 5% of a + b
+        if out.dtype is x.dtype and out.__class__ is x.__class__:
             res = _new_object(Tensor)
             res._data = out
             res._device = device

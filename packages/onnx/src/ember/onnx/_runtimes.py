@@ -83,18 +83,17 @@ class OpenVino:
 
     backend = "openvino"
     OPTIONS = {"inference_num_threads": int, "inference_precision": str, "enable_cpu_pinning": bool}
+    #: OpenVINO's property for each option
+    PROPERTIES = {"inference_num_threads": "INFERENCE_NUM_THREADS", "inference_precision": "INFERENCE_PRECISION_HINT",
+                  "enable_cpu_pinning": "ENABLE_CPU_PINNING"}
 
     def __init__(self, options: dict):
         import openvino
 
         precisions = {"f32": openvino.Type.f32, "bf16": openvino.Type.bf16, "f16": openvino.Type.f16}
         checked = _checked(self.backend, options, self.OPTIONS, {"inference_precision": precisions})
-        self.options = {"INFERENCE_PRECISION_HINT": checked.pop("inference_precision", openvino.Type.f32),
-                        "PERFORMANCE_HINT": "LATENCY"}
-        self.options.update({"INFERENCE_NUM_THREADS": checked.pop("inference_num_threads")}
-                            if "inference_num_threads" in checked else {})
-        self.options.update({"ENABLE_CPU_PINNING": checked.pop("enable_cpu_pinning")}
-                            if "enable_cpu_pinning" in checked else {})
+        self.options = {"INFERENCE_PRECISION_HINT": openvino.Type.f32, "PERFORMANCE_HINT": "LATENCY",
+                        **{self.PROPERTIES[name]: value for name, value in checked.items()}}
 
     def load(self, model: bytes) -> Run:
         """``model`` compiled for the CPU device."""
